@@ -1,0 +1,49 @@
+# Iris: `make run` to try it, `make test` to check it.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
+export DJANGO_SETTINGS_MODULE := iris_site.settings
+
+.PHONY: install run test test-fast lint format worker beat migrate doctor bench clean
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c requirements.lock ".[dev]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	DEBUG=1 $(PY) manage.py migrate --noinput
+	DEBUG=1 $(PY) manage.py seed_demo
+	@echo "Iris is serving on http://127.0.0.1:8000 (sign in with a demo login above)"
+	DEBUG=1 $(PY) manage.py runserver 127.0.0.1:8000
+
+test: install
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+
+doctor: install
+	$(PY) manage.py doctor
+
+worker: install
+	$(VENV)/bin/celery -A iris_site worker --loglevel=INFO
+
+beat: install
+	$(VENV)/bin/celery -A iris_site beat --loglevel=INFO --schedule var/celerybeat-schedule
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

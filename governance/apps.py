@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class GovernanceConfig(AppConfig):
+    name = "governance"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from governance import append_only
+
+        append_only.register("governance_auditevent")
+        append_only.register("governance_auditseal")

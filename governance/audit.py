@@ -1,0 +1,414 @@
+"""The audit chain: one function records an event; a sealer chains events per tenant in
+commit order; signed checkpoints outside the database catch a rewrite of every hash.
+
+Writers never wait on one another: an event is inserted with its own content hash inside
+the caller's transaction, and its chain position is appended later by the sealer, which
+runs after commit (and on the beat schedule) under a try-lock, so at most one seals at once
+and nobody queues behind it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from governance import keys
+from governance.models import AuditEvent, AuditSeal
+
+log = logging.getLogger(__name__)
+
+GENESIS = "0" * 64
+SYSTEM_CHAIN = "system"
+CHECKPOINT_PURPOSE = "iris-audit-checkpoint-v1"
+# Keys an audit payload may never carry: the audit records that something happened, not what.
+FORBIDDEN_PAYLOAD_KEYS = frozenset(
+    {"body", "text", "content", "secret", "token", "password", "value", "note", "query"}
+)
+MAX_PAYLOAD_STRING = 200
+# How far behind the newest sealed event the sealer looks for late commits.
+SEAL_LOOKBACK = 10_000
+
+
+class AuditPayloadError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    kind: str  # member | operator | surface | system | job
+    id: str
+
+    @classmethod
+    def system(cls, name: str = "iris") -> Actor:
+        return cls("system", name)
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def event_canonical(event: AuditEvent) -> bytes:
+    return canonical_json(
+        {
+            "id": str(event.id),
+            "occurredAt": _iso(event.occurred_at),
+            "tenantId": str(event.tenant_id) if event.tenant_id else None,
+            "actorKind": event.actor_kind,
+            "actorId": event.actor_id,
+            "action": event.action,
+            "policyId": event.policy_id,
+            "severity": event.severity,
+            "reasonCode": event.reason_code,
+            "subjectIds": list(event.subject_ids),
+            "payload": event.payload,
+        }
+    )
+
+
+def chain_link(prev_hash: str, content_hash: str) -> str:
+    return sha256_hex(f"{prev_hash}:{content_hash}".encode())
+
+
+def _check_payload(payload: Mapping[str, Any], path: str = "payload") -> None:
+    for key, value in payload.items():
+        if key.lower() in FORBIDDEN_PAYLOAD_KEYS:
+            raise AuditPayloadError(f"{path}.{key}: audit payloads carry no content")
+        if isinstance(value, Mapping):
+            _check_payload(value, f"{path}.{key}")
+        elif isinstance(value, str) and len(value) > MAX_PAYLOAD_STRING:
+            raise AuditPayloadError(f"{path}.{key}: audit strings are codes or ids, not text")
+        elif isinstance(value, list | tuple):
+            for item in value:
+                if isinstance(item, str) and len(item) > MAX_PAYLOAD_STRING:
+                    raise AuditPayloadError(f"{path}.{key}: audit strings are codes or ids")
+                if isinstance(item, Mapping):
+                    _check_payload(item, f"{path}.{key}[]")
+
+
+def audit_record(
+    *,
+    actor: Actor,
+    action: str,
+    tenant_id: uuid.UUID | str | None,
+    policy_id: str = "",
+    severity: str = AuditEvent.Severity.INFO,
+    reason_code: str = "",
+    subject_ids: Iterable[uuid.UUID | str] = (),
+    payload: Mapping[str, Any] | None = None,
+    occurred_at: datetime | None = None,
+) -> AuditEvent:
+    """Record one audit event inside the caller's transaction.
+
+    If the insert fails the exception propagates and the caller's transaction (the operation
+    being recorded) rolls back: an operation that cannot be audited does not happen.
+    """
+    payload = dict(payload or {})
+    _check_payload(payload)
+    event = AuditEvent(
+        id=uuid.uuid4(),
+        occurred_at=occurred_at or timezone.now(),
+        tenant_id=uuid.UUID(str(tenant_id)) if tenant_id else None,
+        actor_kind=actor.kind,
+        actor_id=str(actor.id),
+        action=action,
+        policy_id=policy_id,
+        severity=severity,
+        reason_code=reason_code,
+        subject_ids=[str(s) for s in subject_ids],
+        payload=payload,
+    )
+    event.content_hash = sha256_hex(event_canonical(event))
+    event.save()
+    _request_seal_after_commit()
+    return event
+
+
+def _seal_after_commit() -> None:
+    try:
+        seal_pending(blocking=False)
+    except Exception:  # the beat task seals later; never fail a committed request for it
+        log.exception("audit seal after commit failed")
+
+
+def _request_seal_after_commit() -> None:
+    if not connection.in_atomic_block:
+        _seal_after_commit()
+        return
+    # One seal per transaction, however many events it records.
+    if any(entry[1] is _seal_after_commit for entry in connection.run_on_commit):
+        return
+    transaction.on_commit(_seal_after_commit)
+
+
+def _chain_of(event: AuditEvent) -> str:
+    return str(event.tenant_id) if event.tenant_id else SYSTEM_CHAIN
+
+
+def _try_lock(blocking: bool) -> bool:
+    if connection.vendor != "postgresql":
+        return True  # SQLite serialises writers itself
+    with connection.cursor() as cursor:
+        fn = "pg_advisory_xact_lock" if blocking else "pg_try_advisory_xact_lock"
+        cursor.execute(f"SELECT {fn}(hashtext('iris-audit-seal'))")
+        row = cursor.fetchone()
+        return True if blocking else bool(row[0])
+
+
+def seal_pending(*, blocking: bool = False, full: bool = False, batch: int = 5000) -> int:
+    """Give every committed, unsealed event its chain position. Returns how many."""
+    sealed = 0
+    try:
+        with transaction.atomic():
+            if not _try_lock(blocking):
+                return 0
+            qs = AuditEvent.objects.filter(seal__isnull=True)
+            if not full:
+                newest = AuditSeal.objects.aggregate(m=Max("event_seq"))["m"] or 0
+                qs = qs.filter(seq__gt=newest - SEAL_LOOKBACK)
+            events = list(qs.order_by("seq")[:batch])
+            if not events:
+                return 0
+            chains = {_chain_of(e) for e in events}
+            heads: dict[str, tuple[int, str]] = {}
+            for seal in (
+                AuditSeal.objects.filter(chain__in=chains)
+                .order_by("chain", "-position")
+                .distinct("chain")
+                if connection.vendor == "postgresql"
+                else _heads_portable(chains)
+            ):
+                heads[seal.chain] = (seal.position, seal.chain_hash)
+            now = timezone.now()
+            seals = []
+            for event in events:
+                chain = _chain_of(event)
+                position, prev = heads.get(chain, (0, GENESIS))
+                link = chain_link(prev, event.content_hash)
+                seals.append(
+                    AuditSeal(
+                        chain=chain,
+                        position=position + 1,
+                        event=event,
+                        event_seq=event.seq,
+                        prev_hash=prev,
+                        chain_hash=link,
+                        sealed_at=now,
+                    )
+                )
+                heads[chain] = (position + 1, link)
+            AuditSeal.objects.bulk_create(seals)
+            sealed = len(seals)
+    except IntegrityError:
+        # Another sealer won the race (SQLite has no advisory lock); it sealed these.
+        return 0
+    if sealed == batch:
+        sealed += seal_pending(blocking=blocking, full=full, batch=batch)
+    return sealed
+
+
+def _heads_portable(chains: set[str]) -> list[AuditSeal]:
+    heads = []
+    for chain in sorted(chains):
+        head = AuditSeal.objects.filter(chain=chain).order_by("-position").first()
+        if head is not None:
+            heads.append(head)
+    return heads
+
+
+# -- checkpoints -------------------------------------------------------------------------
+
+
+def _checkpoint_message(chain: str, position: int, chain_hash: str, signed_at: str) -> bytes:
+    return canonical_json(
+        {"chain": chain, "position": position, "chainHash": chain_hash, "signedAt": signed_at}
+    )
+
+
+def checkpoint_path() -> Path:
+    return Path(settings.IRIS_AUDIT_CHECKPOINT_PATH)
+
+
+def read_checkpoints(path: Path | None = None) -> list[dict[str, Any]]:
+    path = path or checkpoint_path()
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            out.append(json.loads(line))
+    return out
+
+
+def write_checkpoint(path: Path | None = None) -> int:
+    """Sign every chain head that moved since its last checkpoint and append it to the file
+    (kept outside the database, so rewriting rows and hashes together is still caught)."""
+    path = path or checkpoint_path()
+    seal_pending(blocking=True)
+    last: dict[str, int] = {}
+    for cp in read_checkpoints(path):
+        last[cp["chain"]] = max(last.get(cp["chain"], 0), cp["position"])
+    heads = {
+        row["chain"]: row["top"]
+        for row in AuditSeal.objects.values("chain").annotate(top=Max("position"))
+    }
+    lines = []
+    for chain, top in sorted(heads.items()):
+        if last.get(chain) == top:
+            continue
+        seal = AuditSeal.objects.get(chain=chain, position=top)
+        signed_at = _iso(timezone.now())
+        key_id, mac = keys.sign(
+            CHECKPOINT_PURPOSE, _checkpoint_message(chain, top, seal.chain_hash, signed_at)
+        )
+        lines.append(
+            json.dumps(
+                {
+                    "chain": chain,
+                    "position": top,
+                    "chainHash": seal.chain_hash,
+                    "signedAt": signed_at,
+                    "keyId": key_id,
+                    "mac": mac,
+                },
+                sort_keys=True,
+            )
+        )
+    if lines:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as fh:
+            fh.write("\n".join(lines) + "\n")
+    return len(lines)
+
+
+# -- verification ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChainBreak:
+    event_id: str
+    chain: str
+    position: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"chain {self.chain} position {self.position}" if self.position else "unsealed"
+        return f"event {self.event_id} ({where}): {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    events: int
+    chains: int
+    checkpoints: int
+    first_break: ChainBreak | None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_break is None
+
+
+def verify_chain(*, checkpoints_file: Path | None = None, chunk: int = 2000) -> VerifyReport:
+    """Walk every chain from its genesis, recompute every hash, and compare with the signed
+    checkpoints. Names the first event that breaks."""
+    seal_pending(blocking=True, full=True)
+    checkpoints: dict[str, dict[int, dict[str, Any]]] = {}
+    for cp in read_checkpoints(checkpoints_file):
+        checkpoints.setdefault(cp["chain"], {})[cp["position"]] = cp
+    chains = list(AuditSeal.objects.values_list("chain", flat=True).distinct().order_by("chain"))
+    total = 0
+    first_break: ChainBreak | None = None
+    for chain in chains:
+        prev = GENESIS
+        expected_position = 1
+        cps = checkpoints.get(chain, {})
+        last_good_checkpoint = 0
+        seals = (
+            AuditSeal.objects.filter(chain=chain)
+            .select_related("event")
+            .order_by("position")
+            .iterator(chunk_size=chunk)
+        )
+        for seal in seals:
+            event = seal.event
+            total += 1
+            brk = None
+            if seal.position != expected_position:
+                brk = f"position {expected_position} is missing"
+            elif sha256_hex(event_canonical(event)) != event.content_hash:
+                brk = "content does not match its hash (the event was changed)"
+            elif _chain_of(event) != chain:
+                brk = "event sits in another tenant's chain"
+            elif seal.prev_hash != prev or chain_link(prev, event.content_hash) != seal.chain_hash:
+                brk = "chain link does not match its predecessor"
+            else:
+                cp = cps.get(seal.position)
+                if cp is not None:
+                    message = _checkpoint_message(
+                        chain, cp["position"], cp["chainHash"], cp["signedAt"]
+                    )
+                    if not keys.verify_signature(
+                        CHECKPOINT_PURPOSE, message, cp["keyId"], cp["mac"]
+                    ):
+                        brk = "signed checkpoint has a bad signature"
+                    elif cp["chainHash"] != seal.chain_hash:
+                        brk = (
+                            "chain differs from the signed checkpoint at position "
+                            f"{seal.position} (rewritten after position {last_good_checkpoint})"
+                        )
+                    else:
+                        last_good_checkpoint = seal.position
+            if brk:
+                if "signed checkpoint at" in brk:
+                    # Name the first event after the last checkpoint that still matched.
+                    bad = AuditSeal.objects.select_related("event").get(
+                        chain=chain, position=last_good_checkpoint + 1
+                    )
+                    first_break = ChainBreak(str(bad.event.id), chain, bad.position, brk)
+                else:
+                    first_break = ChainBreak(str(event.id), chain, seal.position, brk)
+                break
+            prev = seal.chain_hash
+            expected_position += 1
+        if first_break:
+            break
+        beyond = [p for p in cps if p >= expected_position]
+        if beyond:
+            first_break = ChainBreak(
+                "-", chain, min(beyond), "a signed checkpoint names events that are gone"
+            )
+            break
+    if first_break is None:
+        for cp_chain in checkpoints:
+            if cp_chain not in chains:
+                first_break = ChainBreak("-", cp_chain, None, "a checkpointed chain is gone")
+                break
+    if first_break is None:
+        unsealed = AuditEvent.objects.filter(seal__isnull=True).count()
+        if unsealed:
+            first_break = ChainBreak("-", "-", None, f"{unsealed} events could not be sealed")
+    return VerifyReport(
+        events=total,
+        chains=len(chains),
+        checkpoints=sum(len(v) for v in checkpoints.values()),
+        first_break=first_break,
+    )

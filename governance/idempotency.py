@@ -1,0 +1,128 @@
+"""`Idempotency-Key` for every mutating endpoint.
+
+The key is reserved before the operation runs (a unique row per client and key), so two
+concurrent calls with one key cannot both run. The first answer is stored and replayed;
+the same key with a different body is a 422. Server errors release the key so the client
+may retry. Stored answers are dropped after IRIS_IDEMPOTENCY_TTL_HOURS and when the member
+they concern is forgotten.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from governance.errors import problem_body, problem_response
+from governance.models import IdempotencyRecord
+from governance.principal import principal_of
+
+HEADER = "Idempotency-Key"
+MAX_KEY_LENGTH = 255
+
+
+def _fingerprint(request: Request) -> str:
+    digest = hashlib.sha256()
+    digest.update(request.method.encode())
+    digest.update(b"\0")
+    digest.update(request.get_full_path().encode())
+    digest.update(b"\0")
+    digest.update(request.body)
+    return digest.hexdigest()
+
+
+def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
+    """Decorate an APIView method (post/patch/put/delete)."""
+
+    @functools.wraps(handler)
+    def wrapper(view, request: Request, *args: Any, **kwargs: Any) -> Response:
+        key = request.headers.get(HEADER)
+        if key is None:
+            return handler(view, request, *args, **kwargs)
+        if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
+            return problem_response(
+                problem_body(
+                    400,
+                    "validation-failed",
+                    "The request is not valid",
+                    f"{HEADER} must be 1-{MAX_KEY_LENGTH} printable characters.",
+                    errors=[{"field": HEADER, "rule": "format", "message": "1-255 printable"}],
+                )
+            )
+        principal = principal_of(request.user).key
+        fingerprint = _fingerprint(request)
+        try:
+            with transaction.atomic():
+                record = IdempotencyRecord.objects.create(
+                    principal=principal, key=key, request_fingerprint=fingerprint
+                )
+        except IntegrityError:
+            return _replay(principal, key, fingerprint)
+        try:
+            response = handler(view, request, *args, **kwargs)
+        except Exception as exc:
+            response = view.handle_exception(exc)
+        if response.status_code >= 500:
+            IdempotencyRecord.objects.filter(pk=record.pk).delete()
+            return response
+        IdempotencyRecord.objects.filter(pk=record.pk).update(
+            status_code=response.status_code,
+            response_body=response.data,
+            subject_id=getattr(request, "idempotency_subject", None),
+        )
+        return response
+
+    return wrapper
+
+
+def _replay(principal: str, key: str, fingerprint: str) -> Response:
+    record = IdempotencyRecord.objects.get(principal=principal, key=key)
+    if record.request_fingerprint != fingerprint:
+        return problem_response(
+            problem_body(
+                422,
+                "idempotency-key-reused",
+                "Idempotency key reused",
+                f"This {HEADER} was used with a different request.",
+            )
+        )
+    if record.status_code is None:
+        return problem_response(
+            problem_body(
+                409,
+                "idempotency-in-progress",
+                "Request in progress",
+                f"A request with this {HEADER} is still running; retry shortly.",
+            ),
+            headers={"Retry-After": "1"},
+        )
+    content_type = "application/problem+json" if record.status_code >= 400 else None
+    return Response(
+        record.response_body,
+        status=record.status_code,
+        content_type=content_type,
+        headers={"Idempotent-Replayed": "true"},
+    )
+
+
+def expire_records(*, now=None, batch: int = 5000) -> int:  # type: ignore[no-untyped-def]
+    cutoff = (now or timezone.now()) - timedelta(hours=settings.IRIS_IDEMPOTENCY_TTL_HOURS)
+    ids = list(
+        IdempotencyRecord.objects.filter(created_at__lt=cutoff).values_list("pk", flat=True)[:batch]
+    )
+    IdempotencyRecord.objects.filter(pk__in=ids).delete()
+    return len(ids)
+
+
+def forget_subject(subject_id) -> int:  # type: ignore[no-untyped-def]
+    """Drop stored answers about a member (they may quote what was forgotten)."""
+    deleted, _ = IdempotencyRecord.objects.filter(subject_id=subject_id).delete()
+    return deleted

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from consent.enums import SURFACES
+from governance.audit import Actor
+from governance.models import Tenant
+from governance.services import surface_client_create
+
+
+class Command(BaseCommand):
+    help = "Create a surface API client; prints its bearer token once (only a hash is kept)."
+
+    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+        parser.add_argument("--tenant", required=True)
+        parser.add_argument("--surface", required=True, choices=SURFACES)
+
+    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+        tenant = Tenant.objects.filter(slug=o["tenant"]).first()
+        if tenant is None:
+            raise CommandError(f"No tenant {o['tenant']!r}.")
+        created = surface_client_create(
+            actor=Actor("system", "cli"), tenant=tenant, surface=o["surface"]
+        )
+        self.stdout.write(f"surface client {created.client.id} ({o['surface']})")
+        self.stdout.write(f"token (shown once): {created.token}")

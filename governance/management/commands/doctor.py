@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from governance.api import service_status
+from governance.audit import verify_chain
+from governance.keys import MasterKeyError, check_master_key
+
+
+class Command(BaseCommand):
+    help = "Check the database, migrations, Redis, the master key and the audit chain."
+
+    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+        problems = []
+        status = service_status()
+        for name, state in status.items():
+            self.stdout.write(f"{name}: {state}")
+            if state != "ok":
+                problems.append(name)
+        if status.get("database") == "ok":
+            executor = MigrationExecutor(connection)
+            pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+            self.stdout.write(f"migrations: {'ok' if not pending else f'{len(pending)} pending'}")
+            if pending:
+                problems.append("migrations")
+        try:
+            count = check_master_key()
+            self.stdout.write(f"master key: ok ({count} key(s))")
+        except MasterKeyError as exc:
+            self.stdout.write(f"master key: {exc}")
+            problems.append("master key")
+        if "database" not in problems and "migrations" not in problems:
+            report = verify_chain()
+            self.stdout.write(
+                "audit chain: ok" if report.ok else f"audit chain: BROKEN at {report.first_break}"
+            )
+            if not report.ok:
+                problems.append("audit chain")
+        if problems:
+            raise CommandError("doctor found problems: " + ", ".join(problems))
+        self.stdout.write("doctor: all good")

@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
+
+from governance.roles import TENANT_PERMISSIONS
+
+
+class Tenant(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        permissions = list(TENANT_PERMISSIONS.items())
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class User(AbstractUser):
+    """A member or an operator. Exactly one tenant; addressed outside by `public_id`."""
+
+    class Kind(models.TextChoices):
+        MEMBER = "member"
+        OPERATOR = "operator"
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="users")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MEMBER)
+
+    REQUIRED_FIELDS = ["email", "tenant"]
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "kind"])]
+
+    @property
+    def is_operator(self) -> bool:
+        return self.kind == self.Kind.OPERATOR
+
+    @property
+    def roles(self) -> frozenset[str]:
+        return frozenset(self.groups.values_list("name", flat=True))
+
+
+# Direct foreign-key object permissions (guardian): faster than generic ones, and they are
+# only ever granted on tenants.
+class TenantUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+
+
+class TenantGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+
+
+class SurfaceClient(models.Model):
+    """An API client for one product surface of one tenant. Only the token's hash is kept."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="surface_clients")
+    surface = models.CharField(max_length=32)
+    token_hash = models.CharField(max_length=64, unique=True)
+    token_prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "surface"])]
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    """Ledger rows are never changed in bulk; the database triggers refuse it as well."""
+
+    def update(self, **kwargs):  # type: ignore[override]
+        raise PermissionError(f"{self.model.__name__} is append-only")
+
+    def delete(self):  # type: ignore[override]
+        raise PermissionError(f"{self.model.__name__} is append-only")
+
+
+class AppendOnlyModel(models.Model):
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):  # type: ignore[override]
+        if not self._state.adding:
+            raise PermissionError(f"{type(self).__name__} is append-only")
+        kwargs["force_insert"] = True
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):  # type: ignore[override]
+        raise PermissionError(f"{type(self).__name__} is append-only")
+
+
+class AuditEvent(AppendOnlyModel):
+    """One audited fact. Ids, counts, codes and fingerprints only; never content.
+
+    `tenant_id` and `actor_id` are plain values, not foreign keys, so that deleting a user
+    or a tenant can never cascade into the audit trail.
+    """
+
+    class Severity(models.TextChoices):
+        INFO = "info"
+        WARNING = "warning"
+        CRITICAL = "critical"
+
+    seq = models.BigAutoField(primary_key=True)
+    id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    occurred_at = models.DateTimeField()
+    tenant_id = models.UUIDField(null=True)
+    actor_kind = models.CharField(max_length=16)
+    actor_id = models.CharField(max_length=64)
+    action = models.CharField(max_length=96)
+    policy_id = models.CharField(max_length=96, blank=True)
+    severity = models.CharField(max_length=8, choices=Severity.choices, default=Severity.INFO)
+    reason_code = models.CharField(max_length=96, blank=True)
+    subject_ids = models.JSONField(default=list)
+    payload = models.JSONField(default=dict)
+    content_hash = models.CharField(max_length=64)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant_id", "occurred_at"])]
+
+
+class AuditSeal(AppendOnlyModel):
+    """An event's place in its tenant's chain, appended by the sealer in commit order."""
+
+    chain = models.CharField(max_length=40)
+    position = models.BigIntegerField()
+    event = models.OneToOneField(
+        AuditEvent, on_delete=models.DO_NOTHING, related_name="seal", db_constraint=True
+    )
+    event_seq = models.BigIntegerField()
+    prev_hash = models.CharField(max_length=64)
+    chain_hash = models.CharField(max_length=64)
+    sealed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chain", "position"], name="audit_seal_chain_position")
+        ]
+        indexes = [models.Index(fields=["event_seq"])]
+
+
+class IdempotencyRecord(models.Model):
+    """The first answer to a mutating call, replayed for the same key from the same client."""
+
+    id = models.BigAutoField(primary_key=True)
+    principal = models.CharField(max_length=80)
+    key = models.CharField(max_length=255)
+    request_fingerprint = models.CharField(max_length=64)
+    subject_id = models.UUIDField(null=True)
+    status_code = models.PositiveSmallIntegerField(null=True)
+    response_body = models.JSONField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["principal", "key"], name="idempotency_principal_key")
+        ]
+        indexes = [models.Index(fields=["subject_id"]), models.Index(fields=["created_at"])]

@@ -1,0 +1,109 @@
+"""Tenants, people and surface clients: every change here writes its audit event."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from django.contrib.auth.models import Group
+from django.db import transaction
+from guardian.shortcuts import assign_perm
+
+from consent.enums import SURFACES
+from governance.audit import Actor, audit_record
+from governance.auth import hash_token, new_token
+from governance.errors import Conflict, ValidationFailed
+from governance.models import SurfaceClient, Tenant, User
+from governance.roles import MEMBER, ROLE_CHOICES, ROLE_PERMISSIONS, Role
+
+POLICY = "iris-governance-v1"
+
+
+def tenant_create(*, actor: Actor, slug: str, name: str) -> Tenant:
+    with transaction.atomic(durable=True):
+        if Tenant.objects.filter(slug=slug).exists():
+            raise Conflict(f"A tenant with slug {slug!r} exists.", field="slug", rule="unique")
+        tenant = Tenant.objects.create(slug=slug, name=name)
+        audit_record(
+            actor=actor,
+            action="iris.tenant.created",
+            tenant_id=tenant.id,
+            policy_id=POLICY,
+            subject_ids=[tenant.id],
+        )
+    return tenant
+
+
+def role_group(role: Role) -> Group:
+    group, _ = Group.objects.get_or_create(name=role.value)
+    return group
+
+
+@dataclass(frozen=True)
+class CreatedUser:
+    user: User
+    password: str
+
+
+def user_create(
+    *,
+    actor: Actor,
+    tenant: Tenant,
+    username: str,
+    role: str = MEMBER,
+    email: str = "",
+    password: str | None = None,
+) -> CreatedUser:
+    if role not in ROLE_CHOICES:
+        raise ValidationFailed(
+            f"Unknown role {role!r}.", field="role", rule="choice", allowed=ROLE_CHOICES
+        )
+    password = password or secrets.token_urlsafe(12)
+    with transaction.atomic(durable=True):
+        if User.objects.filter(username=username).exists():
+            raise Conflict("That username is taken.", field="username", rule="unique")
+        kind = User.Kind.MEMBER if role == MEMBER else User.Kind.OPERATOR
+        user = User(username=username, email=email, tenant=tenant, kind=kind)
+        user.set_password(password)
+        user.save()
+        if role != MEMBER:
+            operator_role = Role(role)
+            user.groups.add(role_group(operator_role))
+            for perm in ROLE_PERMISSIONS[operator_role]:
+                assign_perm(f"governance.{perm}", user, tenant)
+        audit_record(
+            actor=actor,
+            action="iris.user.created",
+            tenant_id=tenant.id,
+            policy_id=POLICY,
+            reason_code=role,
+            subject_ids=[user.public_id],
+        )
+    return CreatedUser(user=user, password=password)
+
+
+@dataclass(frozen=True)
+class CreatedSurfaceClient:
+    client: SurfaceClient
+    token: str  # shown once; only its hash is stored
+
+
+def surface_client_create(*, actor: Actor, tenant: Tenant, surface: str) -> CreatedSurfaceClient:
+    if surface not in SURFACES:
+        raise ValidationFailed(
+            f"Unknown surface {surface!r}.", field="surface", rule="choice", allowed=SURFACES
+        )
+    token = new_token()
+    with transaction.atomic(durable=True):
+        client = SurfaceClient.objects.create(
+            tenant=tenant, surface=surface, token_hash=hash_token(token), token_prefix=token[:12]
+        )
+        audit_record(
+            actor=actor,
+            action="iris.surface_client.created",
+            tenant_id=tenant.id,
+            policy_id=POLICY,
+            reason_code=surface,
+            subject_ids=[client.id],
+        )
+    return CreatedSurfaceClient(client=client, token=token)

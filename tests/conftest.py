@@ -1,0 +1,151 @@
+"""Shared fixtures: personas, API clients, and the rules for real services in tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from rest_framework.test import APIClient
+
+from governance import append_only
+from governance.audit import Actor
+
+SYSTEM = Actor("system", "tests")
+
+
+def need_service(available: bool, reason: str) -> None:
+    """Skip with a printed reason, or fail when CI demands every service."""
+    if available:
+        return
+    if settings.IRIS_REQUIRE_SERVICES:
+        pytest.fail(f"IRIS_REQUIRE_SERVICES=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def require_postgres() -> None:
+    need_service(connection.vendor == "postgresql", "PostgreSQL is not configured (DATABASE_URL)")
+
+
+@pytest.fixture
+def require_redis() -> str:
+    need_service(bool(settings.REDIS_URL), "Redis is not configured (REDIS_URL)")
+    return settings.REDIS_URL
+
+
+@pytest.fixture
+def chromium_path() -> str:
+    path = os.environ.get("IRIS_CHROMIUM", "/usr/bin/chromium")
+    need_service(shutil.which(path) is not None, f"Chromium is not installed at {path}")
+    return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ledger_flush_allowed():
+    """Transactional tests end with a flush (TRUNCATE/DELETE) that the append-only triggers
+    would refuse; lift the triggers for the flush only, inside the test database."""
+    ops_class = type(connection.ops)
+    original = ops_class.execute_sql_flush
+
+    def flush(self, sql_list):  # type: ignore[no-untyped-def]
+        tables = dict(append_only.LEDGER_TABLES)
+        for table in tables:
+            append_only.uninstall(self.connection, table)
+        try:
+            return original(self, sql_list)
+        finally:
+            for table, allow_delete in tables.items():
+                append_only.install(self.connection, table, allow_delete=allow_delete)
+
+    ops_class.execute_sql_flush = flush
+    yield
+    ops_class.execute_sql_flush = original
+
+
+@pytest.fixture(autouse=True)
+def _checkpoints_in_tmp(tmp_path, settings):  # type: ignore[no-untyped-def]
+    settings.IRIS_AUDIT_CHECKPOINT_PATH = tmp_path / "audit-checkpoints.jsonl"
+
+
+# -- personas ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tenant(db):  # type: ignore[no-untyped-def]
+    from governance.services import tenant_create
+
+    return tenant_create(actor=SYSTEM, slug="acme", name="Acme")
+
+
+@pytest.fixture
+def other_tenant(db):  # type: ignore[no-untyped-def]
+    from governance.services import tenant_create
+
+    return tenant_create(actor=SYSTEM, slug="globex", name="Globex")
+
+
+def _user(tenant, username: str, role: str = "member"):  # type: ignore[no-untyped-def]
+    from governance.services import user_create
+
+    return user_create(
+        actor=SYSTEM, tenant=tenant, username=username, role=role, password="pw-" + username
+    ).user
+
+
+@pytest.fixture
+def member(tenant):  # type: ignore[no-untyped-def]
+    return _user(tenant, "ada")
+
+
+@pytest.fixture
+def other_member(tenant):  # type: ignore[no-untyped-def]
+    return _user(tenant, "grace")
+
+
+@pytest.fixture
+def foreign_member(other_tenant):  # type: ignore[no-untyped-def]
+    return _user(other_tenant, "linus")
+
+
+@pytest.fixture
+def make_operator(tenant):  # type: ignore[no-untyped-def]
+    def make(role: str, of_tenant=None):  # type: ignore[no-untyped-def]
+        return _user(of_tenant or tenant, f"op-{role}-{(of_tenant or tenant).slug}", role)
+
+    return make
+
+
+@pytest.fixture
+def surface_token(tenant) -> str:  # type: ignore[no-untyped-def]
+    from governance.services import surface_client_create
+
+    return surface_client_create(actor=SYSTEM, tenant=tenant, surface="assistant").token
+
+
+@pytest.fixture
+def foreign_surface_token(other_tenant) -> str:  # type: ignore[no-untyped-def]
+    from governance.services import surface_client_create
+
+    return surface_client_create(actor=SYSTEM, tenant=other_tenant, surface="assistant").token
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def surface_api(surface_token) -> APIClient:  # type: ignore[no-untyped-def]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {surface_token}")
+    return client
+
+
+@pytest.fixture
+def member_api(member) -> APIClient:  # type: ignore[no-untyped-def]
+    client = APIClient()
+    client.force_login(member)
+    return client

@@ -1,0 +1,144 @@
+"""Real Celery worker against Redis, `check --deploy`, and the setup commands."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_real_celery_worker_runs_a_task(require_redis, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from governance.tasks import ping
+    from iris_site.celery import app
+
+    assert not app.conf.task_always_eager
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "iris_site.settings_test"}
+    log = tmp_path / "worker.log"
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "iris_site",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel=INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        result = ping.delay("iris")
+        assert result.get(timeout=60) == "pong:iris"
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+    assert "governance.tasks.ping" in log.read_text()
+
+
+def test_eager_without_redis(settings) -> None:  # type: ignore[no-untyped-def]
+    from iris_site.celery import app
+
+    if settings.REDIS_URL:
+        assert not app.conf.task_always_eager
+    else:
+        assert app.conf.task_always_eager
+        from governance.tasks import ping
+
+        assert ping.delay("x").get() == "pong:x"
+
+
+def test_check_deploy_prints_no_warning_with_production_env(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from cryptography.fernet import Fernet
+
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "IRIS_MASTER_KEY"}
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="iris_site.settings",
+        DEBUG="0",
+        SECRET_KEY="prod-" + "x7Q9" * 16,
+        IRIS_MASTER_KEY=Fernet.generate_key().decode(),
+        ALLOWED_HOSTS="iris.example",
+        IRIS_VAR_DIR=str(tmp_path),
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "WARNING" not in output.upper().replace("FAIL-LEVEL", "")
+    assert "no issues" in output
+
+
+def test_production_refuses_to_start_without_secrets(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "IRIS_MASTER_KEY"}}
+    env.update(DJANGO_SETTINGS_MODULE="iris_site.settings", DEBUG="0", IRIS_VAR_DIR=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in done.stderr
+    assert "Traceback" in done.stderr or "ImproperlyConfigured" in done.stderr
+
+
+@pytest.mark.django_db
+def test_setup_commands_create_what_they_say(capsys) -> None:  # type: ignore[no-untyped-def]
+    from governance.models import SurfaceClient, Tenant, User
+
+    call_command("create_tenant", "initech", "--name", "Initech")
+    call_command("create_user", "milton", "--tenant", "initech", "--role", "legal")
+    call_command("create_user", "peter", "--tenant", "initech")
+    call_command("create_surface_client", "--tenant", "initech", "--surface", "tara")
+    out = capsys.readouterr().out
+    tenant = Tenant.objects.get(slug="initech")
+    milton = User.objects.get(username="milton")
+    assert milton.is_operator and milton.roles == {"legal"}
+    assert milton.has_perm("governance.work_data_rights", tenant)
+    assert not User.objects.get(username="peter").is_operator
+    token = out.split("token (shown once): ")[1].split()[0]
+    assert SurfaceClient.objects.get(tenant=tenant).token_hash != token
+    call_command("doctor")
+    assert "doctor: all good" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_operator_permissions_stay_inside_their_tenant(tenant, other_tenant, make_operator) -> None:  # type: ignore[no-untyped-def]
+    legal = make_operator("legal")
+    support = make_operator("support")
+    assert legal.has_perm("governance.work_data_rights", tenant)
+    assert not legal.has_perm("governance.work_data_rights", other_tenant)
+    assert not support.has_perm("governance.work_data_rights", tenant)
+    assert support.has_perm("governance.request_inspection", tenant)
+
+
+@pytest.mark.django_db
+def test_seed_demo_prints_logins(capsys) -> None:  # type: ignore[no-untyped-def]
+    call_command("seed_demo")
+    out = capsys.readouterr().out
+    assert "demo-member" in out and "demo-trust-and-safety" in out and "iris_" in out

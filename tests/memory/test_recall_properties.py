@@ -1,0 +1,346 @@
+"""Recall invariants over generated multi-tenant, multi-member, multi-scope memory.
+
+The checks below restate the rules independently of `memory.recall`'s internals, so a bug
+in the pipeline cannot hide behind the same bug in the test.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from consent.enums import SENSITIVE_CATEGORIES, Category
+from memory.enums import (
+    SCOPE_IDENTIFIERS,
+    Lifecycle,
+    Origin,
+    ProvenanceKind,
+    RecallSurface,
+    ScopeKind,
+    SuppressionReason,
+)
+from memory.recall import (
+    BUDGETS,
+    DROP_REASONS,
+    SURFACING_CONTEXTS,
+    Candidate,
+    MultiActor,
+    ProvenanceLink,
+    RecallRequest,
+    Suppression,
+    max_possible_score,
+    resolve,
+    to_wire,
+)
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+TENANTS = ["t-a", "t-b"]
+MEMBERS = ["u-a", "u-b"]
+IDENTIFIER_VALUES = {
+    "sessionId": ["s-1", "s-2"],
+    "sceneId": ["sc-1", "sc-2"],
+    "poseId": ["p-1"],
+    "notebookId": ["n-1", "n-2"],
+    "operatorId": ["op-1", "op-2"],
+}
+WORDS = ["coffee", "tea", "morning", "run", "doctor", "rent", "sister", "prayer", "court", "in"]
+
+# The rules, written out again from the spec rather than imported.
+REACH = {
+    "profile": {"profile"},
+    "session": {"session", "profile"},
+    "scene": {"scene", "session", "profile"},
+    "pose": {"pose", "scene", "session", "profile"},
+    "notebook": {"notebook", "profile"},
+    "tenant": {"tenant"},
+    "crisis": {"crisis", "session", "profile"},
+    "operator-copilot": {"operator-copilot"},
+}
+_H = {"health", "safety", "crisis"}
+_L = {"legal", "safety", "crisis"}
+_F = {"financial", "safety", "crisis"}
+_R = {"relationship", "safety", "crisis"}
+_I = {"identity", "safety", "crisis"}
+ALLOWED_CONTEXTS = {
+    "pose_alignment": _H,
+    "biometric": _H,
+    "medical": _H,
+    "physical_health": _H,
+    "mental_health": _H,
+    "substance_use": _H,
+    "sexuality": _I,
+    "gender_identity": _I,
+    "spiritual": {"spiritual"},
+    "religion_user_redacted": {"spiritual"},
+    "financial": _F,
+    "financial_distress": _F,
+    "legal": _L,
+    "legal_jeopardy": _L,
+    "immigration_status": _L,
+    "abuse_history": _R,
+    "relationship_violence": _R,
+    "sexual": {"health", "relationship", "safety", "crisis"},
+    "safety": {"safety", "crisis"},
+}
+SENSITIVE_VALUES = sorted(c.value for c in SENSITIVE_CATEGORIES)
+
+
+def key_of(kind: str, ids: dict[str, str]) -> str:
+    return ":".join([kind, *(ids[n] for n in SCOPE_IDENTIFIERS[ScopeKind(kind)])])
+
+
+@st.composite
+def identifiers(draw: st.DrawFn, tenant: str, member: str) -> dict[str, str]:
+    ids = {"tenantId": tenant, "userId": member}
+    for name, values in IDENTIFIER_VALUES.items():
+        ids[name] = draw(st.sampled_from(values))
+    return ids
+
+
+times = st.integers(min_value=-2 * 86400, max_value=200 * 86400).map(
+    lambda s: NOW - timedelta(seconds=s)
+)
+
+
+@st.composite
+def candidate_fields(draw: st.DrawFn) -> dict[str, Any]:
+    tenant = draw(st.sampled_from(TENANTS))
+    member = draw(st.sampled_from(MEMBERS))
+    kind = draw(st.sampled_from([k.value for k in ScopeKind]))
+    # the key's own tenant and member usually agree with the row's, not always
+    key_ids = draw(
+        identifiers(
+            draw(st.sampled_from([tenant, tenant, *TENANTS])),
+            draw(st.sampled_from([member, member, *MEMBERS])),
+        )
+    )
+    stated_kind = draw(st.sampled_from([kind] * 9 + [k.value for k in ScopeKind]))
+    suppression = draw(
+        st.none()
+        | st.builds(
+            Suppression,
+            reason=st.sampled_from(list(SuppressionReason)),
+            started_at=times,
+            ends_at=st.none() | times,
+        )
+    )
+    multi_actor = draw(
+        st.none()
+        | st.builds(
+            MultiActor,
+            actor_handle=st.sampled_from(["h-1", "h-2"]),
+            relationship_note=st.just("friend"),
+            sensitive_interaction=st.booleans(),
+        )
+    )
+    updated_at = draw(times)
+    origin = draw(st.sampled_from(list(Origin)))
+    return {
+        "tenant_id": tenant,
+        "user_id": member,
+        "scope_kind": stated_kind,
+        "scope_key": key_of(kind, key_ids),
+        "category": draw(st.sampled_from([c.value for c in Category])),
+        "body": " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5))),
+        "subject": draw(st.sampled_from([None, "", "coffee", "job"])),
+        "origin": origin,
+        "lifecycle": draw(st.sampled_from([Lifecycle.ACTIVE] * 4 + list(Lifecycle))),
+        "suppression": suppression,
+        "multi_actor": multi_actor,
+        "provenance_chain": (ProvenanceLink(ProvenanceKind.SESSION_TURN, "turn", updated_at),),
+        "reference_count": draw(st.integers(min_value=0, max_value=30)),
+        "last_referenced_at": draw(st.none() | times),
+        "created_at": updated_at - timedelta(days=1),
+        "updated_at": updated_at,
+        "revision": 1,
+        "external": origin == Origin.IMPORTED,
+    }
+
+
+@st.composite
+def candidate_lists(draw: st.DrawFn) -> list[Candidate]:
+    fields = draw(st.lists(candidate_fields(), max_size=70))
+    # ids are unique per entry (the caller's contract); their order is drawn, not given
+    numbers = draw(st.permutations(range(len(fields))))
+    return [Candidate(entry_id=f"e-{n:03d}", **f) for n, f in zip(numbers, fields, strict=True)]
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> RecallRequest:
+    tenant = draw(st.sampled_from(TENANTS))
+    member = draw(st.sampled_from(MEMBERS))
+    kind = draw(st.sampled_from([k.value for k in ScopeKind]))
+    return RecallRequest(
+        tenant_id=tenant,
+        user_id=member,
+        scope_kind=kind,
+        scope_key=key_of(kind, draw(identifiers(tenant, member))),
+        query=" ".join(draw(st.lists(st.sampled_from(WORDS), max_size=4))),
+        surface=draw(st.sampled_from(list(RecallSurface))),
+        context=draw(st.sampled_from(sorted(SURFACING_CONTEXTS))),
+        crisis_frame=draw(st.booleans()),
+        safety_critical_context=draw(st.booleans()),
+        consented_categories=frozenset(draw(st.sets(st.sampled_from(SENSITIVE_VALUES)))),
+        multi_actor_sensitive_consent=draw(st.booleans()),
+        dsar_fulfillment=draw(st.booleans()),
+        limit=draw(st.none() | st.integers(min_value=0, max_value=60)),
+        now=NOW,
+        tenant_policy_allows_notebook_tenant=draw(st.booleans()),
+    )
+
+
+def reachable_keys(req: RecallRequest) -> set[str]:
+    ids: dict[str, str] = {"tenantId": req.tenant_id}
+    names = SCOPE_IDENTIFIERS[ScopeKind(req.scope_kind)]
+    ids.update(zip(names, req.scope_key.split(":")[1:], strict=True))
+    kinds = set(REACH[str(req.scope_kind)])
+    if req.scope_kind == "notebook" and req.tenant_policy_allows_notebook_tenant:
+        kinds.add("tenant")
+    return {key_of(k, ids) for k in kinds}
+
+
+def sensitive_contexts(req: RecallRequest, allowed: set[str]) -> set[str]:
+    if req.surface == RecallSurface.ADMIN and not req.dsar_fulfillment:
+        return allowed & {"safety", "crisis"}
+    return allowed
+
+
+def passes_every_gate(c: Candidate, req: RecallRequest) -> bool:
+    """The spec's gates, restated."""
+    if c.tenant_id != req.tenant_id or c.user_id != req.user_id:
+        return False
+    if c.scope_kind in ("tenant", "operator-copilot") and c.scope_key.split(":")[1] != (
+        req.tenant_id
+    ):
+        return False
+    if c.scope_key not in reachable_keys(req) or c.scope_key.split(":")[0] != c.scope_kind:
+        return False
+    if req.crisis_frame and not (req.safety_critical_context and c.category == "safety"):
+        return False
+    s = c.suppression
+    if s is not None and (s.ends_at is None or s.ends_at > req.now):
+        return False
+    if c.lifecycle != "active":
+        return False
+    if c.category in ALLOWED_CONTEXTS and not (
+        c.category in req.consented_categories
+        and req.context in sensitive_contexts(req, ALLOWED_CONTEXTS[c.category])
+    ):
+        return False
+    actor = c.multi_actor
+    if actor is not None and actor.sensitive_interaction:
+        allowed = sensitive_contexts(req, {"relationship", "safety", "crisis"})
+        if not (req.multi_actor_sensitive_consent and req.context in allowed):
+            return False
+    return True
+
+
+@settings(max_examples=400, deadline=None)
+@given(rows=candidate_lists(), req=requests())
+def test_recall_never_returns_what_the_gates_forbid(
+    rows: list[Candidate], req: RecallRequest
+) -> None:
+    result = resolve(rows, req)
+    by_id = {c.entry_id: c for c in rows}
+    for entry in result.entries:
+        original = by_id[entry.candidate.entry_id]
+        assert passes_every_gate(original, req)
+        # spelled out, for the reader of a failure
+        assert original.tenant_id == req.tenant_id
+        assert original.user_id == req.user_id
+        assert original.scope_key in reachable_keys(req)
+        assert original.lifecycle == "active"
+        if req.crisis_frame:
+            assert original.category == "safety" and req.safety_critical_context
+
+
+@settings(max_examples=400, deadline=None)
+@given(rows=candidate_lists(), req=requests())
+def test_budgets_redaction_and_accounting_hold(rows: list[Candidate], req: RecallRequest) -> None:
+    result = resolve(rows, req)
+    envelope = result.audit_envelope
+    cap = BUDGETS[RecallSurface(req.surface)].max_entries
+    if req.limit is not None:
+        cap = min(cap, req.limit)
+    assert len(result.entries) <= cap
+
+    if req.surface == RecallSurface.ADMIN and not req.dsar_fulfillment:
+        assert all(e.candidate.multi_actor is None for e in result.entries)
+        assert all(e["entry"]["multiActor"] is None for e in to_wire(result)["entries"])
+    else:
+        by_id = {c.entry_id: c for c in rows}
+        assert all(e.candidate == by_id[e.candidate.entry_id] for e in result.entries)
+
+    assert set(envelope.suppression_counts) <= DROP_REASONS
+    assert list(envelope.suppression_counts) == sorted(envelope.suppression_counts)
+    assert envelope.evaluated_count == len(rows)
+    assert envelope.evaluated_count == (
+        sum(envelope.suppression_counts.values())
+        + envelope.deduped_count
+        + envelope.over_budget_count
+        + len(envelope.returned_ids)
+    )
+    # nothing the rules allow is lost except to dedupe or the budget
+    survivors = [c for c in rows if passes_every_gate(c, req)]
+    assert len(survivors) == (
+        envelope.deduped_count + envelope.over_budget_count + len(envelope.returned_ids)
+    )
+    assert envelope.returned_ids == tuple(e.candidate.entry_id for e in result.entries)
+    assert len(set(envelope.returned_ids)) == len(envelope.returned_ids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=candidate_lists(), req=requests())
+def test_ranking_dedupe_and_score_bound(rows: list[Candidate], req: RecallRequest) -> None:
+    result = resolve(rows, req)
+    scores = [e.score for e in result.entries]
+    assert scores == sorted(scores, reverse=True)
+
+    survivors = [c for c in rows if passes_every_gate(c, req)]
+    seen: set[tuple[str, str, str]] = set()
+    for entry in result.entries:
+        c = entry.candidate
+        assert entry.score <= max_possible_score(c, NOW)
+        if not c.subject:
+            continue
+        original = next(r for r in rows if r.entry_id == c.entry_id)
+        handle = original.multi_actor.actor_handle if original.multi_actor else ""
+        key = (str(c.category), handle, c.subject)
+        assert key not in seen
+        seen.add(key)
+        # most recent wins within its conflict cluster
+        rivals = [
+            r
+            for r in survivors
+            if r.subject == c.subject
+            and str(r.category) == str(c.category)
+            and (r.multi_actor.actor_handle if r.multi_actor else "") == handle
+        ]
+        newest = min(rivals, key=lambda r: (NOW - r.updated_at, r.entry_id))
+        assert newest.entry_id == c.entry_id
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=candidate_lists(), req=requests(), data=st.data())
+def test_output_is_byte_identical_for_any_candidate_order(
+    rows: list[Candidate], req: RecallRequest, data: st.DataObject
+) -> None:
+    expected = json.dumps(to_wire(resolve(rows, req)), sort_keys=True)
+    shuffled = data.draw(st.permutations(rows))
+    assert json.dumps(to_wire(resolve(shuffled, req)), sort_keys=True) == expected
+    assert json.dumps(to_wire(resolve(rows, req)), sort_keys=True) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=candidate_lists(), req=requests())
+def test_prefiltering_by_the_gates_does_not_change_the_answer(
+    rows: list[Candidate], req: RecallRequest
+) -> None:
+    """What a database fast path relies on: dropping gated rows early changes only counts."""
+    full = resolve(rows, req)
+    prefiltered = resolve([c for c in rows if passes_every_gate(c, req)], req)
+    assert prefiltered.entries == full.entries
