@@ -12,3 +12,7 @@ class GovernanceConfig(AppConfig):
 
         append_only.register("governance_auditevent")
         append_only.register("governance_auditseal")
+
+        from governance.checks import register_kernel_checks
+
+        register_kernel_checks()

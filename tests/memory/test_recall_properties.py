@@ -106,28 +106,58 @@ times = st.integers(min_value=-2 * 86400, max_value=200 * 86400).map(
 )
 
 
+def mostly(value: Any, others: list[Any]) -> st.SearchStrategy[Any]:
+    """`value` four times in five, otherwise any of `others` (which may include it)."""
+    return st.sampled_from([value] * 4 + others)
+
+
 @st.composite
-def candidate_fields(draw: st.DrawFn) -> dict[str, Any]:
+def requests(draw: st.DrawFn) -> RecallRequest:
     tenant = draw(st.sampled_from(TENANTS))
     member = draw(st.sampled_from(MEMBERS))
     kind = draw(st.sampled_from([k.value for k in ScopeKind]))
+    return RecallRequest(
+        tenant_id=tenant,
+        user_id=member,
+        scope_kind=kind,
+        scope_key=key_of(kind, draw(identifiers(tenant, member))),
+        query=" ".join(draw(st.lists(st.sampled_from(WORDS), max_size=4))),
+        surface=draw(st.sampled_from(list(RecallSurface))),
+        context=draw(st.sampled_from(sorted(SURFACING_CONTEXTS))),
+        crisis_frame=draw(mostly(False, [True])),
+        safety_critical_context=draw(st.booleans()),
+        consented_categories=frozenset(draw(st.sets(st.sampled_from(SENSITIVE_VALUES)))),
+        multi_actor_sensitive_consent=draw(st.booleans()),
+        dsar_fulfillment=draw(st.booleans()),
+        limit=draw(mostly(None, list(range(0, 30)))),
+        now=NOW,
+        tenant_policy_allows_notebook_tenant=draw(st.booleans()),
+    )
+
+
+@st.composite
+def candidate_fields(draw: st.DrawFn, req: RecallRequest) -> dict[str, Any]:
+    """A row near the request most of the time (so gates past the first ones get exercised),
+    from another tenant, member or scope some of the time."""
+    tenant = draw(mostly(req.tenant_id, TENANTS))
+    member = draw(mostly(req.user_id, MEMBERS))
+    kind = draw(st.sampled_from([k.value for k in ScopeKind]))
     # the key's own tenant and member usually agree with the row's, not always
-    key_ids = draw(
-        identifiers(
-            draw(st.sampled_from([tenant, tenant, *TENANTS])),
-            draw(st.sampled_from([member, member, *MEMBERS])),
+    key_ids = draw(identifiers(draw(mostly(tenant, TENANTS)), draw(mostly(member, MEMBERS))))
+    if draw(st.booleans()):  # share the request's session, scene, notebook...
+        names = SCOPE_IDENTIFIERS[ScopeKind(req.scope_kind)]
+        request_ids = dict(zip(names, req.scope_key.split(":")[1:], strict=True))
+        request_ids.pop("tenantId", None)
+        request_ids.pop("userId", None)
+        key_ids.update(request_ids)
+    stated_kind = draw(mostly(kind, [k.value for k in ScopeKind]))
+    suppression = None
+    if draw(mostly(False, [True])):
+        suppression = Suppression(
+            reason=draw(st.sampled_from(list(SuppressionReason))),
+            started_at=draw(times),
+            ends_at=draw(st.none() | times),
         )
-    )
-    stated_kind = draw(st.sampled_from([kind] * 9 + [k.value for k in ScopeKind]))
-    suppression = draw(
-        st.none()
-        | st.builds(
-            Suppression,
-            reason=st.sampled_from(list(SuppressionReason)),
-            started_at=times,
-            ends_at=st.none() | times,
-        )
-    )
     multi_actor = draw(
         st.none()
         | st.builds(
@@ -148,7 +178,7 @@ def candidate_fields(draw: st.DrawFn) -> dict[str, Any]:
         "body": " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5))),
         "subject": draw(st.sampled_from([None, "", "coffee", "job"])),
         "origin": origin,
-        "lifecycle": draw(st.sampled_from([Lifecycle.ACTIVE] * 4 + list(Lifecycle))),
+        "lifecycle": draw(mostly(Lifecycle.ACTIVE, list(Lifecycle))),
         "suppression": suppression,
         "multi_actor": multi_actor,
         "provenance_chain": (ProvenanceLink(ProvenanceKind.SESSION_TURN, "turn", updated_at),),
@@ -162,35 +192,13 @@ def candidate_fields(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
-def candidate_lists(draw: st.DrawFn) -> list[Candidate]:
-    fields = draw(st.lists(candidate_fields(), max_size=70))
+def scenarios(draw: st.DrawFn) -> tuple[list[Candidate], RecallRequest]:
+    req = draw(requests())
+    fields = draw(st.lists(candidate_fields(req), max_size=60))
     # ids are unique per entry (the caller's contract); their order is drawn, not given
     numbers = draw(st.permutations(range(len(fields))))
-    return [Candidate(entry_id=f"e-{n:03d}", **f) for n, f in zip(numbers, fields, strict=True)]
-
-
-@st.composite
-def requests(draw: st.DrawFn) -> RecallRequest:
-    tenant = draw(st.sampled_from(TENANTS))
-    member = draw(st.sampled_from(MEMBERS))
-    kind = draw(st.sampled_from([k.value for k in ScopeKind]))
-    return RecallRequest(
-        tenant_id=tenant,
-        user_id=member,
-        scope_kind=kind,
-        scope_key=key_of(kind, draw(identifiers(tenant, member))),
-        query=" ".join(draw(st.lists(st.sampled_from(WORDS), max_size=4))),
-        surface=draw(st.sampled_from(list(RecallSurface))),
-        context=draw(st.sampled_from(sorted(SURFACING_CONTEXTS))),
-        crisis_frame=draw(st.booleans()),
-        safety_critical_context=draw(st.booleans()),
-        consented_categories=frozenset(draw(st.sets(st.sampled_from(SENSITIVE_VALUES)))),
-        multi_actor_sensitive_consent=draw(st.booleans()),
-        dsar_fulfillment=draw(st.booleans()),
-        limit=draw(st.none() | st.integers(min_value=0, max_value=60)),
-        now=NOW,
-        tenant_policy_allows_notebook_tenant=draw(st.booleans()),
-    )
+    rows = [Candidate(entry_id=f"e-{n:03d}", **f) for n, f in zip(numbers, fields, strict=True)]
+    return rows, req
 
 
 def reachable_keys(req: RecallRequest) -> set[str]:
@@ -240,10 +248,11 @@ def passes_every_gate(c: Candidate, req: RecallRequest) -> bool:
 
 
 @settings(max_examples=400, deadline=None)
-@given(rows=candidate_lists(), req=requests())
+@given(scenario=scenarios())
 def test_recall_never_returns_what_the_gates_forbid(
-    rows: list[Candidate], req: RecallRequest
+    scenario: tuple[list[Candidate], RecallRequest],
 ) -> None:
+    rows, req = scenario
     result = resolve(rows, req)
     by_id = {c.entry_id: c for c in rows}
     for entry in result.entries:
@@ -259,8 +268,11 @@ def test_recall_never_returns_what_the_gates_forbid(
 
 
 @settings(max_examples=400, deadline=None)
-@given(rows=candidate_lists(), req=requests())
-def test_budgets_redaction_and_accounting_hold(rows: list[Candidate], req: RecallRequest) -> None:
+@given(scenario=scenarios())
+def test_budgets_redaction_and_accounting_hold(
+    scenario: tuple[list[Candidate], RecallRequest],
+) -> None:
+    rows, req = scenario
     result = resolve(rows, req)
     envelope = result.audit_envelope
     cap = BUDGETS[RecallSurface(req.surface)].max_entries
@@ -294,8 +306,9 @@ def test_budgets_redaction_and_accounting_hold(rows: list[Candidate], req: Recal
 
 
 @settings(max_examples=300, deadline=None)
-@given(rows=candidate_lists(), req=requests())
-def test_ranking_dedupe_and_score_bound(rows: list[Candidate], req: RecallRequest) -> None:
+@given(scenario=scenarios())
+def test_ranking_dedupe_and_score_bound(scenario: tuple[list[Candidate], RecallRequest]) -> None:
+    rows, req = scenario
     result = resolve(rows, req)
     scores = [e.score for e in result.entries]
     assert scores == sorted(scores, reverse=True)
@@ -325,10 +338,11 @@ def test_ranking_dedupe_and_score_bound(rows: list[Candidate], req: RecallReques
 
 
 @settings(max_examples=200, deadline=None)
-@given(rows=candidate_lists(), req=requests(), data=st.data())
+@given(scenario=scenarios(), data=st.data())
 def test_output_is_byte_identical_for_any_candidate_order(
-    rows: list[Candidate], req: RecallRequest, data: st.DataObject
+    scenario: tuple[list[Candidate], RecallRequest], data: st.DataObject
 ) -> None:
+    rows, req = scenario
     expected = json.dumps(to_wire(resolve(rows, req)), sort_keys=True)
     shuffled = data.draw(st.permutations(rows))
     assert json.dumps(to_wire(resolve(shuffled, req)), sort_keys=True) == expected
@@ -336,10 +350,11 @@ def test_output_is_byte_identical_for_any_candidate_order(
 
 
 @settings(max_examples=200, deadline=None)
-@given(rows=candidate_lists(), req=requests())
+@given(scenario=scenarios())
 def test_prefiltering_by_the_gates_does_not_change_the_answer(
-    rows: list[Candidate], req: RecallRequest
+    scenario: tuple[list[Candidate], RecallRequest],
 ) -> None:
+    rows, req = scenario
     """What a database fast path relies on: dropping gated rows early changes only counts."""
     full = resolve(rows, req)
     prefiltered = resolve([c for c in rows if passes_every_gate(c, req)], req)
