@@ -12,6 +12,12 @@ hashes"):
 
 Erasing personal data from a ledger row removes its body but keeps its fingerprint, so
 `validate_chain` can still verify the chain: an erased row is checked by its link only.
+A stored body also carries a random `nonce` that the fingerprint covers: without it the
+few fields of a consent event (a type out of ~30, a status, a basis, a method, a timestamp
+that the chain row and the audit give away) could be recovered from the kept fingerprint
+by trying every combination, and erasure would erase nothing. The nonce belongs to storage,
+not to the member's act, so it is an argument of `canonical_body` / `fingerprint` / `seal`
+rather than a field of `LedgerEvent`; it is erased with the body.
 
 Derivation: the current state of a consent type (or opt-out category) is its latest
 event, where "latest" means the greatest `occurred_at`, and on equal `occurred_at` the
@@ -54,6 +60,7 @@ GENESIS_HASH = "0" * 64
 OCCURRED_AT_SKEW = timedelta(minutes=5)
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX32 = re.compile(r"[0-9a-f]{32}")
 
 
 class EventKind(StrEnum):
@@ -263,11 +270,13 @@ def rfc3339_utc(value: datetime, field: str = "timestamp") -> str:
     return utc.isoformat(timespec="microseconds") + "Z"
 
 
-def canonical_body(event: LedgerEvent) -> bytes:
+def canonical_body(event: LedgerEvent, *, nonce: str | None = None) -> bytes:
     """The bytes a fingerprint is taken over: sorted-key compact JSON in UTF-8.
 
     `event_id` and `position` are left out on purpose: they place the event in the chain,
-    and the chain link already binds the order.
+    and the chain link already binds the order. `nonce` (32 lowercase hex characters,
+    128 random bits) is added as a key when given: every stored event has one, and an
+    event hashed without one keeps the plain form.
     """
     body: dict[str, Any] = {
         "record_version": int(event.record_version),
@@ -282,6 +291,10 @@ def canonical_body(event: LedgerEvent) -> bytes:
         "occurred_at": rfc3339_utc(event.occurred_at, "occurred_at"),
         "recorded_at": rfc3339_utc(event.recorded_at, "recorded_at"),
     }
+    if nonce is not None:
+        if not _HEX32.fullmatch(nonce):
+            raise ValueError("nonce must be 32 lowercase hex characters")
+        body["nonce"] = nonce
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -290,9 +303,9 @@ def body_fingerprint(body: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def fingerprint(event: LedgerEvent) -> str:
+def fingerprint(event: LedgerEvent, *, nonce: str | None = None) -> str:
     """Spec: computeIrisConsentEventFingerprint."""
-    return body_fingerprint(canonical_body(event))
+    return body_fingerprint(canonical_body(event, nonce=nonce))
 
 
 def chain_link(prev_chain_hash: str, fingerprint: str) -> str:
@@ -329,9 +342,9 @@ class ChainRow:
     body: bytes | str | None  # the canonical body; None once erased
 
 
-def seal(event: LedgerEvent, prev_chain_hash: str) -> ChainRow:
+def seal(event: LedgerEvent, prev_chain_hash: str, *, nonce: str | None = None) -> ChainRow:
     """The chain row for appending `event` after a row whose chain hash is given."""
-    body = canonical_body(event)
+    body = canonical_body(event, nonce=nonce)
     fp = body_fingerprint(body)
     return ChainRow(
         position=event.position,
@@ -419,9 +432,15 @@ def active_granted(events: Iterable[LedgerEvent]) -> frozenset[str]:
     )
 
 
+def active_opt_outs(events: Iterable[LedgerEvent]) -> dict[str, LedgerEvent]:
+    """The deciding event per opt-out category, opted out or back in (the opt-out twin of
+    `active_consents`). Categories never mentioned are absent."""
+    return _latest(_checked(events), EventKind.OPT_OUT)
+
+
 def opted_out(events: Iterable[LedgerEvent]) -> frozenset[str]:
     """Opt-out categories whose latest event is `opted-out`."""
-    latest = _latest(_checked(events), EventKind.OPT_OUT)
+    latest = active_opt_outs(events)
     return frozenset(c for c, e in latest.items() if e.status == OptOutStatus.OPTED_OUT)
 
 

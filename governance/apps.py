@@ -8,7 +8,7 @@ class GovernanceConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from governance import append_only
+        from governance import append_only, schema  # noqa: F401 - registers the scheme
 
         append_only.register("governance_auditevent")
         append_only.register("governance_auditseal")

@@ -32,6 +32,50 @@ class OwnerOnly(Check):
         return None
 
 
+class SecretScreen(Check):
+    """Classification at the door: a credential is `secret` and never becomes memory.
+
+    The write is refused (`secret-in-memory`, naming the kind, never the value) unless the
+    surface declared the screened field secret (`secretFields`), in which case the service
+    moves it to the vault with `governance.vault.store_declared_secrets` and the decision
+    records that it did (`secret-declared`). `op.text` is the field named by
+    `op.attributes["text_field"]` (default "body").
+    """
+
+    name = "secret-screen"
+    priority = 20
+    hooks = frozenset({Hook.PRE_WRITE})
+
+    def evaluate(self, hook: Hook, op: Operation) -> Decision | None:
+        from governance.secrets_screen import secret_kinds
+
+        if not op.text:
+            return None
+        kinds = secret_kinds(op.text)
+        if not kinds:
+            return None
+        field = str(op.attributes.get("text_field") or "body")
+        declared = op.attributes.get("declared_secret_fields") or ()
+        if isinstance(declared, str):  # one name, not a string of letters to search
+            declared = (declared,)
+        if field in declared:
+            return Decision(self.name, Verdict.ALLOW, "secret-declared")
+        return Decision(
+            self.name,
+            Verdict.DENY,
+            "secret-in-memory",
+            f"The {field} holds what looks like a credential ({', '.join(kinds)}); Iris does "
+            f"not keep secrets in memory. Remove it, or declare the field secret "
+            f'(secretFields: ["{field}"]) to keep it in the vault.',
+        )
+
+
 def register_kernel_checks() -> None:
     register(TenantBoundary())
     register(OwnerOnly())
+    register(SecretScreen())
+    # Effects and approvals, the side-effect ledger, taint, run limits, the egress gate.
+    from governance import approvals, effects, egress, runs
+
+    for module in (effects, runs, approvals, egress):
+        module.register_checks()

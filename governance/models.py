@@ -165,3 +165,37 @@ class IdempotencyRecord(models.Model):
             models.UniqueConstraint(fields=["principal", "key"], name="idempotency_principal_key")
         ]
         indexes = [models.Index(fields=["subject_id"]), models.Index(fields=["created_at"])]
+
+
+class VaultSecret(models.Model):
+    """A secret encrypted under the master key (MultiFernet). Addressed as `vault://<id>`;
+    the plaintext never appears in a log, an audit payload, an answer or an error."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, null=True)
+    owner = models.ForeignKey(User, on_delete=models.PROTECT, null=True)
+    purpose = models.CharField(max_length=64)
+    ciphertext = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    rotated_at = models.DateTimeField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "owner", "purpose"])]
+
+
+class JobRun(models.Model):
+    """One run of a background job over one batch, with what it did."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    job = models.CharField(max_length=64)
+    tenant_id = models.UUIDField(null=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True)
+    status = models.CharField(max_length=16, default="running")  # running | done | failed
+    counts = models.JSONField(default=dict)
+
+    class Meta:
+        indexes = [models.Index(fields=["job", "-started_at"])]
+
+
+from governance.kernel_models import *  # noqa: E402,F401,F403

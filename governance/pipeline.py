@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from django.db import transaction
 
 from governance.audit import audit_record
-from governance.errors import IrisError
+from governance.errors import IrisError, ValidationFailed
 from governance.principal import Principal
 
 POLICY_ID = "iris-governance-kernel-v1"
@@ -65,6 +65,8 @@ class Decision:
     verdict: Verdict
     reason_code: str = ""
     detail: str = ""
+    # Ids a caller needs to act on a deny or an ask (e.g. `approvalId`); never content.
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Check:
@@ -111,7 +113,12 @@ def govern(hook: Hook | str, op: Operation) -> list[Decision]:
     Raises Denied on the first deny (after recording it) and HeldForApproval when a check
     asks the owner. Returns the decisions when everything allows.
     """
-    hook = Hook(hook)
+    try:
+        hook = Hook(hook)
+    except ValueError:
+        raise ValidationFailed(
+            "Unknown hook.", code="unknown-hook", field="hook", allowed=[h.value for h in Hook]
+        ) from None
     decisions: list[Decision] = []
     stop: Decision | None = None
     for check in _REGISTRY:
@@ -126,9 +133,11 @@ def govern(hook: Hook | str, op: Operation) -> list[Decision]:
             break
     _record(hook, op, decisions, stop)
     if stop is not None and stop.verdict == Verdict.DENY:
-        raise Denied(stop.detail or "Refused by policy.", code=stop.reason_code or None)
+        raise Denied(
+            stop.detail or "Refused by policy.", code=stop.reason_code or None, extra=stop.extra
+        )
     if stop is not None and stop.verdict == Verdict.ASK:
-        raise HeldForApproval(stop.detail or "Waiting for the owner's approval.")
+        raise HeldForApproval(stop.detail or "Waiting for the owner's approval.", extra=stop.extra)
     return decisions
 
 

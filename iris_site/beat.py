@@ -14,4 +14,9 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "governance.tasks.idempotency_expire",
         "schedule": crontab(minute=7),
     },
+    "approvals-expire": {
+        "task": "governance.approvals.expire",
+        "schedule": crontab(minute="*/10"),
+    },
+    "runs-expire": {"task": "governance.runs.expire", "schedule": crontab(minute=23)},
 }

@@ -196,12 +196,31 @@ IRIS_AUDIT_CHECKPOINT_PATH = Path(
     env_str("IRIS_AUDIT_CHECKPOINT_PATH") or VAR_DIR / "audit-checkpoints.jsonl"
 )
 IRIS_IDEMPOTENCY_TTL_HOURS = env_int("IRIS_IDEMPOTENCY_TTL_HOURS", 24)
+# The governance kernel (docs/decisions/governance-kernel.md).
+IRIS_SIDE_EFFECT_LEDGER = env_bool("IRIS_SIDE_EFFECT_LEDGER", True)
+IRIS_SIDE_EFFECT_LEDGER_ALL = env_bool("IRIS_SIDE_EFFECT_LEDGER_ALL", False)
+IRIS_APPROVAL_TTL_HOURS = env_int("IRIS_APPROVAL_TTL_HOURS", 24)
+IRIS_RUN_MAX_WRITES = env_int("IRIS_RUN_MAX_WRITES", 50)
+IRIS_RUN_MAX_RECALLS = env_int("IRIS_RUN_MAX_RECALLS", 200)
+IRIS_RUN_LOOP_REPEATS = env_int("IRIS_RUN_LOOP_REPEATS", 3)
+IRIS_RUN_RETENTION_DAYS = env_int("IRIS_RUN_RETENTION_DAYS", 7)
+IRIS_TAINT_POLICY_PATH = Path(
+    env_str("IRIS_TAINT_POLICY_PATH") or BASE_DIR / "config" / "governance" / "taint-policy.yaml"
+)
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # Every handler scrubs secrets and masks personal identifiers before anything is written.
+    "filters": {"redact": {"()": "governance.redaction_logging.RedactingFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.db.backends": {"level": "WARNING"},
+    },
 }

@@ -15,6 +15,10 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("governance.api_urls")),
+    path("api/v1/", include("consent.api_urls")),
+    path("api/v1/", include("memory.api_urls")),
+    path("consent/", include("consent.urls")),
+    path("approvals/", include("governance.urls_approvals")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -169,7 +169,9 @@ _W_RECENCY = WEIGHTS["recency"]
 _W_SEMANTIC = WEIGHTS["semantic"]
 _W_REFERENCES = WEIGHTS["reference_count"]
 _W_ORIGIN = WEIGHTS["origin"]
-_RECENCY_SCALE_S = RECENCY_SCALE.total_seconds()
+# A true half-life (DESIGN, issue 6): 0.5 at 30 days. The source's exp(-age/30d) gives
+# 1/e there; docs/decisions/recall.md records the choice.
+_RECENCY_RATE = math.log(2) / RECENCY_SCALE.total_seconds()
 
 # The most the semantic term can add; a fast path may skip a row whose
 # `score_without_semantic` plus this cannot beat the k-th score it already holds.
@@ -357,7 +359,7 @@ def recency(candidate: Candidate, now: datetime) -> float:
     age = (now - anchor).total_seconds()
     # A timestamp ahead of `now` (clock skew) counts as fresh, never as more than fresh:
     # the term stays in [0, 1], which the fast path's bound relies on.
-    return 1.0 if age <= 0 else math.exp(-age / _RECENCY_SCALE_S)
+    return 1.0 if age <= 0 else math.exp(-age * _RECENCY_RATE)
 
 
 def score_without_semantic(candidate: Candidate, now: datetime) -> float:
@@ -678,13 +680,10 @@ def explain(
         _ORIGIN_PHRASES.get(candidate.origin, "source unknown"),
     ]
     n = max(0, candidate.reference_count)
-    parts.append(
-        "not brought up before"
-        if n == 0
-        else "mentioned once"
-        if n == 1
-        else f"mentioned {n} times"
-    )
+    if n == 0:
+        parts.append("not brought up before")
+    else:
+        parts.append("mentioned once" if n == 1 else f"mentioned {n} times")
     if candidate.last_referenced_at is not None:
         parts.append(f"last came up {_ago(request.now - candidate.last_referenced_at)}")
     else:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from axe_playwright_python.base import AxeResults
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 CHROMIUM_ARGS = [
@@ -86,17 +86,16 @@ def new_page(
 ) -> Iterator[Callable[..., Page]]:
     contexts = []
 
+    def record(page: Page, kind: str, text: str) -> None:
+        console_log.append(ConsoleEntry(page.url, kind, text))
+
     def make(**context_options: Any) -> Page:
         context = browser.new_context(base_url=live_server.url, **context_options)
         context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
         page = context.new_page()
-        page.on(
-            "console", lambda msg: console_log.append(ConsoleEntry(page.url, msg.type, msg.text))
-        )
-        page.on(
-            "pageerror", lambda err: console_log.append(ConsoleEntry(page.url, "pageerror", str(err)))
-        )
+        page.on("console", lambda msg: record(page, msg.type, msg.text))
+        page.on("pageerror", lambda error: record(page, "pageerror", str(error)))
         return page
 
     yield make

@@ -79,3 +79,14 @@ def test_main_navigation_is_a_labelled_landmark(page: Page, member, login):
     expect(nav.get_by_role("link", name="Home")).to_have_attribute("aria-current", "page")
     for landmark in ("banner", "main", "contentinfo"):
         expect(page.get_by_role(landmark)).to_have_count(1)
+
+
+@pytest.mark.parametrize("path", ["/accounts/login/", "/"])
+def test_pages_reflow_at_320_css_pixels(new_page, member, login, path):
+    # WCAG 1.4.10: no horizontal scrolling at 320 CSS px (a 1280px screen at 400 % zoom).
+    page = new_page(viewport={"width": 320, "height": 640})
+    if path == "/":
+        login(page, "ada", "pw-ada")
+    else:
+        page.goto(path)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 320

@@ -507,7 +507,7 @@ def test_score_is_the_four_factor_blend() -> None:
     row = candidate(reference_count=4, last_referenced_at=NOW - timedelta(days=3))
     result = resolve([row], request(query="Coffee!"))
     # body tokens {likes, coffee, the, morning}; query {coffee} -> Jaccard 1/4
-    expected = 0.4 * math.exp(-3 / 30) + 0.35 * 0.25 + 0.15 * 0.4 + 0.1 * 1.0
+    expected = 0.4 * 2 ** (-3 / 30) + 0.35 * 0.25 + 0.15 * 0.4 + 0.1 * 1.0
     assert result.entries[0].score == round(expected, 6)
 
 
@@ -515,7 +515,7 @@ def test_recency_falls_back_to_updated_at_and_reference_count_saturates() -> Non
     row = candidate(
         origin=Origin.OPERATOR_COPILOT, reference_count=25, updated_at=NOW - timedelta(days=30)
     )
-    expected = 0.4 * math.exp(-1) + 0.15 * 1.0 + 0.1 * 0.4
+    expected = 0.4 * 0.5 + 0.15 * 1.0 + 0.1 * 0.4
     assert resolve([row], request(query="")).entries[0].score == round(expected, 6)
 
 

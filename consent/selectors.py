@@ -1,0 +1,196 @@
+"""Reads of the consent ledger. Tenant first, one or two queries each.
+
+Every function takes the tenant and the member the caller has already resolved
+(`governance.selectors.member_for` or the member's own session); a member of another
+tenant simply has no rows here. The memory app codes against these names.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from consent import ledger
+from consent.enums import AdapterScope, ConsentStatus
+from consent.ledger import ChainRow, ConsentEntry, EventKind, LedgerEvent, TrailStep
+from consent.models import ConsentEvent, ConsentEventBody
+from consent.policy import ScopePolicy, evaluate_scope_policies
+from governance.models import User
+
+MAX_PAGE = 200
+
+
+def _chain(tenant_id: uuid.UUID, member: User) -> QuerySet[ConsentEvent]:
+    return (
+        ConsentEvent.objects.filter(tenant_id=tenant_id, member=member)
+        .select_related("body")
+        .order_by("position")
+    )
+
+
+def body_of(row: ConsentEvent) -> ConsentEventBody | None:
+    """The row's body, or None once erased (no query when the body was select_related)."""
+    try:
+        return row.body
+    except ConsentEventBody.DoesNotExist:
+        return None
+
+
+def ledger_event(row: ConsentEvent, *, member: User) -> LedgerEvent | None:
+    """The pure event a stored row holds, or None for an erased row. `member` is the row's
+    member (passed in so that reading a chain costs no query per row)."""
+    body = body_of(row)
+    if body is None:
+        return None
+    return LedgerEvent(
+        event_id=str(row.id),
+        member_id=str(member.public_id),
+        position=row.position,
+        kind=body.kind,
+        consent_type=body.consent_type,
+        status=body.status,
+        legal_basis=body.legal_basis,
+        capture_method=body.capture_method,
+        terms_hash=body.terms_hash,
+        witness=body.witness,
+        occurred_at=body.occurred_at,
+        recorded_at=body.recorded_at,
+        record_version=row.record_version,
+    )
+
+
+def member_ledger(*, tenant_id: uuid.UUID, member: User) -> list[LedgerEvent]:
+    """The member's events in chain order; erased events are left out (one query)."""
+    events = (ledger_event(row, member=member) for row in _chain(tenant_id, member))
+    return [e for e in events if e is not None]
+
+
+def active_consent_types(*, tenant_id: uuid.UUID, member: User) -> frozenset[str]:
+    """Consent types whose deciding event is a grant: what recall may rely on."""
+    return ledger.active_granted(member_ledger(tenant_id=tenant_id, member=member))
+
+
+def opted_out_categories(*, tenant_id: uuid.UUID, member: User) -> frozenset[str]:
+    return ledger.opted_out(member_ledger(tenant_id=tenant_id, member=member))
+
+
+def consent_entries(*, tenant_id: uuid.UUID, member: User) -> list[ConsentEntry]:
+    """The per-category ConsentEntry view a memory carries (spec: ConsentEntrySchema)."""
+    return ledger.consent_entries(member_ledger(tenant_id=tenant_id, member=member))
+
+
+def scope_policies(
+    *, tenant_id: uuid.UUID, member: User, consumer: str | None = None
+) -> dict[AdapterScope, ScopePolicy]:
+    """Every adapter scope's policy for this member; `consumer=None` is the member's view."""
+    history = member_ledger(tenant_id=tenant_id, member=member)
+    return evaluate_scope_policies(
+        active_consents=ledger.active_granted(history),
+        opted_out=ledger.opted_out(history),
+        consumer=consumer,
+    )
+
+
+def current_consent_event_id(
+    *, tenant_id: uuid.UUID, member: User, consent_type: str
+) -> uuid.UUID | None:
+    """The id of the deciding event for `consent_type` when it is a grant, else None.
+
+    The snapshot id an inspection or a continuation token cites as "consent current".
+    Reads only that type's events: the deciding event depends on nothing else.
+    """
+    rows = _chain(tenant_id, member).filter(
+        body__kind=EventKind.CONSENT, body__consent_type=consent_type
+    )
+    events = [e for e in (ledger_event(r, member=member) for r in rows) if e is not None]
+    deciding = ledger.active_consents(events).get(consent_type)
+    if deciding is None or deciding.status != ConsentStatus.GRANTED:
+        return None
+    return uuid.UUID(deciding.event_id)
+
+
+def verify_member_chain(*, tenant_id: uuid.UUID, member: User) -> int | None:
+    """The first position at which the member's chain fails to verify, or None.
+
+    Recomputes each body's fingerprint and every link (`consent.ledger.validate_chain`);
+    an erased row is checked by its link only. The chain row's unhashed copy of
+    `recorded_at` must also agree with its body.
+    """
+    chain: list[ChainRow] = []
+    broken: list[int] = []
+    for row in _chain(tenant_id, member):
+        event = ledger_event(row, member=member)
+        canonical = None
+        if event is not None:
+            if row.recorded_at != event.recorded_at:
+                broken.append(row.position)
+            try:
+                canonical = ledger.canonical_body(event, nonce=row.body.nonce)
+            except ValueError:  # a nonce rewritten into something that is not one
+                broken.append(row.position)
+                canonical = b""
+        chain.append(
+            ChainRow(
+                position=row.position,
+                fingerprint=row.fingerprint,
+                prev_hash=row.prev_hash,
+                chain_hash=row.chain_hash,
+                body=canonical,
+            )
+        )
+    first = ledger.validate_chain(chain)
+    if first is not None:
+        broken.append(first)
+    return min(broken, default=None)
+
+
+def member_events(
+    *,
+    tenant_id: uuid.UUID,
+    member: User,
+    before: int | None = None,
+    limit: int = 50,
+) -> list[ConsentEvent]:
+    """A page of the member's stored events, newest first, erased ones included (their
+    body is None). `before` is a position: the page holds only earlier events."""
+    rows = _chain(tenant_id, member).order_by("-position")
+    if before is not None:
+        rows = rows.filter(position__lt=before)
+    return list(rows[: max(1, min(limit, MAX_PAGE))])
+
+
+@dataclass(frozen=True)
+class ConsentOverview:
+    """Everything a consent page or the `consents/active` call shows, from one read."""
+
+    deciding: dict[str, LedgerEvent]  # consent type -> its deciding event
+    granted: dict[str, LedgerEvent]  # the deciding events that are grants
+    opted_out: dict[str, LedgerEvent]  # opt-out category -> the opt-out in force
+    entries: list[ConsentEntry]
+    scopes: dict[AdapterScope, ScopePolicy]
+    trail: list[TrailStep]  # arrival order
+    erased_count: int
+
+
+def consent_overview(
+    *, tenant_id: uuid.UUID, member: User, consumer: str | None = None
+) -> ConsentOverview:
+    rows = list(_chain(tenant_id, member))
+    history = [e for e in (ledger_event(r, member=member) for r in rows) if e is not None]
+    deciding = ledger.active_consents(history)
+    granted = {t: e for t, e in deciding.items() if e.status == ConsentStatus.GRANTED}
+    in_force = ledger.opted_out(history)
+    opted = {c: e for c, e in ledger.active_opt_outs(history).items() if c in in_force}
+    return ConsentOverview(
+        deciding=deciding,
+        granted=granted,
+        opted_out=opted,
+        entries=ledger.consent_entries(history),
+        scopes=evaluate_scope_policies(
+            active_consents=frozenset(granted), opted_out=frozenset(opted), consumer=consumer
+        ),
+        trail=ledger.audit_trail(history),
+        erased_count=len(rows) - len(history),
+    )

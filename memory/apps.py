@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import AppConfig
+
+
+def _member_of(call: Any) -> Any:
+    from governance.models import User
+
+    return User.objects.get(tenant_id=call.principal.tenant_id, public_id=call.member_id)
+
+
+def _resume_hard_delete(call: Any) -> Any:
+    from memory.services import memory_hard_delete
+
+    args = call.arguments
+    return memory_hard_delete(
+        principal=call.principal,
+        member=_member_of(call),
+        entry_ids=args.get("entryIds") or None,
+        category=args.get("category"),
+        sensitive_interactions=bool(args.get("sensitiveInteractions")),
+        include_derived=bool(args.get("includeDerived", True)),
+        reason_code=args.get("reasonCode") or "member-request",
+        limit=args.get("limit"),
+        context=call.attributes,
+    )
+
+
+def _resume_actors_forget(call: Any) -> Any:
+    from memory.services import actors_forget
+
+    return actors_forget(
+        principal=call.principal,
+        member=_member_of(call),
+        actor_handle=call.arguments["actorHandle"],
+        context=call.attributes,
+    )
+
+
+def _resume_forget(call: Any) -> Any:
+    from memory.services import memory_forget
+
+    return memory_forget(
+        principal=call.principal,
+        member=_member_of(call),
+        entry_id=call.arguments["entryId"],
+        reason_code=call.arguments.get("reasonCode") or "member-request",
+        context=call.attributes,
+    )
+
+
+class MemoryConfig(AppConfig):
+    name = "memory"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from governance.approvals import register_resumable
+        from governance.pipeline import register, registered_checks
+        from memory.services import MemoryWriteGate
+
+        # The memory write gate is a governance check, so its decisions (scope policy,
+        # allowed consumer, sensitive-category consent) land in the audit chain with the
+        # check's name like every other decision (DESIGN invariant 8).
+        if not any(check.name == MemoryWriteGate.name for check in registered_checks()):
+            register(MemoryWriteGate())
+        # Calls held for the owner's approval resume from their stored arguments (ids and
+        # codes only). A correction is not resumable: its new text is never stored in an
+        # approval, so the caller repeats it with the approval id.
+        register_resumable("memory.hard_delete", _resume_hard_delete)
+        register_resumable("memory.actors_forget", _resume_actors_forget)
+        register_resumable("memory.forget", _resume_forget)

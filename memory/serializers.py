@@ -1,0 +1,426 @@
+"""The memory wire contract: camelCase, enum values as the spec spells them, RFC 3339 UTC.
+
+Input serializers check shape and type and name the field and rule of every error; the
+services re-check the rules, so pages and jobs get the same answers. Output serializers
+render a stored revision as the spec's MemoryEntry, plus `revisionId` (the id that a later
+revision's `supersedes` names; see docs/decisions/memory.md).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+from consent.enums import SURFACES, AdapterScope, Category
+from governance.fields import EnumField
+from memory.enums import Lifecycle, Origin, ProvenanceKind, ScopeKind, SuppressionReason
+from memory.masking import RELATIONSHIP_NOTE_MAX_LENGTH
+from memory.models import (
+    BODY_MAX_LENGTH,
+    SESSION_ID_MAX_LENGTH,
+    SUBJECT_MAX_LENGTH,
+    SUPPRESSION_NOTES_MAX_LENGTH,
+    MemoryEntry,
+    OffTheRecord,
+)
+from memory.recall import rfc3339
+from memory.scopes import ScopeRuleError, validate_scope
+from memory.services import (
+    CONFLICT_ANSWERS,
+    ActorMention,
+    Correction,
+    MemoryDraft,
+    ProvenanceRef,
+    SuppressionMarker,
+)
+
+# ------------------------------------------------------------------------------ fields
+
+
+class Rfc3339Field(serializers.DateTimeField):
+    """RFC 3339 in and out: an offset is required on input; output is UTC with `Z`."""
+
+    default_error_messages = {
+        "invalid": "Not an RFC 3339 timestamp.",
+        "timezone": "The timestamp needs a UTC offset (e.g. 2025-01-31T09:00:00Z).",
+    }
+
+    def to_internal_value(self, value: Any) -> datetime:
+        if not isinstance(value, str):
+            self.fail("invalid")
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            self.fail("invalid")
+        if parsed.tzinfo is None or parsed.utcoffset() is None:
+            self.fail("timezone")
+        return parsed
+
+    def to_representation(self, value: datetime | None) -> str | None:
+        return None if value is None else rfc3339(value)
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {"kind": {"type": "string", "enum": [k.value for k in ScopeKind]}},
+        "required": ["kind"],
+        "additionalProperties": {"type": "string"},
+        "description": "The scope kind and exactly the identifiers it needs.",
+    }
+)
+class ScopeField(serializers.Field):
+    """`{kind, ...identifiers}`; errors name `scope.<identifier>` and the rule."""
+
+    def to_internal_value(self, data: Any) -> tuple[str, dict[str, Any]]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("scope must be an object.", code="invalid")
+        kind = data.get("kind")
+        identifiers = {k: v for k, v in data.items() if k != "kind"}
+        allowed = [k.value for k in ScopeKind]
+        if kind not in allowed:
+            message = f'"{kind}" is not allowed; allowed values: {", ".join(allowed)}.'
+            raise serializers.ValidationError(
+                {"kind": [ErrorDetail(message, code="invalid_choice")]}
+            )
+        try:
+            validate_scope(kind, identifiers)
+        except ScopeRuleError as exc:
+            raise serializers.ValidationError(
+                {exc.field: [ErrorDetail(f"{exc.field}: {exc.rule}", code=exc.rule)]}
+            ) from None
+        return kind, identifiers
+
+    def to_representation(self, value: Any) -> dict[str, Any]:
+        kind, identifiers = value
+        return {"kind": kind, **identifiers}
+
+
+# ------------------------------------------------------------------------------ output
+
+
+class SuppressionOut(serializers.Serializer):
+    reason = serializers.CharField(source="suppression_reason")
+    startedAt = Rfc3339Field(source="suppression_started_at")  # noqa: N815
+    endsAt = Rfc3339Field(source="suppression_ends_at", allow_null=True)  # noqa: N815
+    notes = serializers.CharField(source="suppression_notes")
+
+
+class MultiActorOut(serializers.Serializer):
+    actorHandle = serializers.CharField(source="actor_handle")  # noqa: N815
+    relationshipNote = serializers.CharField(source="relationship_note")  # noqa: N815
+    sensitiveInteraction = serializers.BooleanField(source="sensitive_interaction")  # noqa: N815
+
+
+class ConsentEntryOut(serializers.Serializer):
+    category = serializers.CharField()
+    grantedAt = serializers.CharField()  # noqa: N815
+    revokedAt = serializers.CharField(allow_null=True)  # noqa: N815
+    source = serializers.CharField()
+
+
+class ProvenanceLinkOut(serializers.Serializer):
+    kind = serializers.CharField()
+    ref = serializers.CharField()
+    capturedAt = serializers.CharField()  # noqa: N815
+
+
+class MemoryEntryOut(serializers.Serializer):
+    """One revision as the spec's MemoryEntry. `userId` comes from the context's member
+    when given (no query per row)."""
+
+    id = serializers.UUIDField(source="entry_id")
+    revisionId = serializers.UUIDField(source="revision_id")  # noqa: N815
+    tenantId = serializers.UUIDField(source="tenant_id")  # noqa: N815
+    userId = serializers.SerializerMethodField()  # noqa: N815
+    scope = serializers.SerializerMethodField()
+    scopeKey = serializers.CharField(source="scope_key")  # noqa: N815
+    category = serializers.CharField()
+    body = serializers.CharField()
+    subject = serializers.SerializerMethodField()
+    origin = serializers.CharField()
+    lifecycle = serializers.CharField()
+    suppression = serializers.SerializerMethodField()
+    multiActor = serializers.SerializerMethodField()  # noqa: N815
+    consents = ConsentEntryOut(many=True)
+    provenanceChain = ProvenanceLinkOut(source="provenance_chain", many=True)  # noqa: N815
+    referenceCount = serializers.IntegerField(source="reference_count")  # noqa: N815
+    lastReferencedAt = Rfc3339Field(source="last_referenced_at", allow_null=True)  # noqa: N815
+    createdAt = Rfc3339Field(source="created_at")  # noqa: N815
+    updatedAt = Rfc3339Field(source="updated_at")  # noqa: N815
+    revision = serializers.IntegerField()
+    supersedes = serializers.UUIDField(allow_null=True)
+
+    def get_userId(self, entry: MemoryEntry) -> str:  # noqa: N802
+        member = self.context.get("member")
+        if member is not None and member.pk == entry.member_id:
+            return str(member.public_id)
+        return str(entry.member.public_id)
+
+    @extend_schema_field(ScopeField)
+    def get_scope(self, entry: MemoryEntry) -> dict[str, Any]:
+        return {"kind": entry.scope_kind, **entry.scope_identifiers}
+
+    def get_subject(self, entry: MemoryEntry) -> str | None:
+        return entry.subject or None
+
+    @extend_schema_field(SuppressionOut(allow_null=True))
+    def get_suppression(self, entry: MemoryEntry) -> dict[str, Any] | None:
+        return None if entry.suppression_reason is None else SuppressionOut(entry).data
+
+    @extend_schema_field(MultiActorOut(allow_null=True))
+    def get_multiActor(self, entry: MemoryEntry) -> dict[str, Any] | None:  # noqa: N802
+        return None if entry.actor_handle is None else MultiActorOut(entry).data
+
+
+def entry_contract(entry: MemoryEntry, *, member: Any = None) -> dict[str, Any]:
+    """One revision as the wire's MemoryEntry (for pages, exports and tests)."""
+    return dict(MemoryEntryOut(entry, context={"member": member}).data)
+
+
+class MemoryPageOut(serializers.Serializer):
+    results = MemoryEntryOut(many=True)
+    next = serializers.CharField(allow_null=True)
+
+
+class PromotionOut(serializers.Serializer):
+    allowed = serializers.BooleanField()
+    reason = serializers.CharField()
+    distinctSessions = serializers.IntegerField(allow_null=True)  # noqa: N815
+
+
+class NotWrittenOut(serializers.Serializer):
+    """A write that stored nothing, and why."""
+
+    written = serializers.BooleanField()
+    reason = serializers.CharField()
+    entry = MemoryEntryOut(allow_null=True)
+    notes = serializers.ListField(child=serializers.CharField())
+    promotion = PromotionOut(allow_null=True)
+
+
+class ForgottenOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    revision = serializers.IntegerField()
+    lifecycle = serializers.CharField()
+
+
+class ActorsForgottenOut(serializers.Serializer):
+    actorHandle = serializers.CharField(allow_null=True)  # noqa: N815
+    forgottenEntryIds = serializers.ListField(child=serializers.UUIDField())  # noqa: N815
+    handleRemoved = serializers.BooleanField()  # noqa: N815
+
+
+class OffTheRecordOut(serializers.Serializer):
+    active = serializers.BooleanField()
+    sessionId = serializers.CharField(allow_null=True)  # noqa: N815
+    surface = serializers.CharField(allow_null=True)
+    since = Rfc3339Field(allow_null=True)
+
+
+def off_the_record_contract(
+    row: OffTheRecord | None, *, session_id: str | None, surface: str | None
+) -> dict[str, Any]:
+    return {
+        "active": row is not None,
+        "sessionId": (row.session_id or None) if row else session_id,
+        "surface": (row.surface or None) if row else surface,
+        "since": rfc3339(row.since) if row else None,
+    }
+
+
+# ------------------------------------------------------------------------------- input
+
+
+class UserIdIn(serializers.Serializer):
+    userId = serializers.UUIDField(required=False)  # noqa: N815
+
+
+class GovernedIn(UserIdIn):
+    """What a mutating call may tell the governance kernel about itself."""
+
+    runId = serializers.UUIDField(required=False)  # noqa: N815
+    approvalId = serializers.UUIDField(required=False)  # noqa: N815
+    canPause = serializers.BooleanField(required=False)  # noqa: N815
+
+    def governance_context(self) -> dict[str, Any]:
+        data = self.validated_data
+        context: dict[str, Any] = {}
+        if data.get("runId"):
+            context["run_id"] = str(data["runId"])
+        if data.get("approvalId"):
+            context["approval_id"] = str(data["approvalId"])
+        if "canPause" in data:
+            context["can_pause"] = data["canPause"]
+        return context
+
+
+class MultiActorIn(serializers.Serializer):
+    actorName = serializers.CharField(required=False, max_length=200, write_only=True)  # noqa: N815
+    actorHandle = serializers.CharField(required=False, max_length=40)  # noqa: N815
+    relationshipNote = serializers.CharField(  # noqa: N815
+        required=False, allow_blank=True, default="", max_length=RELATIONSHIP_NOTE_MAX_LENGTH
+    )
+    sensitiveInteraction = serializers.BooleanField(required=False, default=False)  # noqa: N815
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if ("actorName" in data) == ("actorHandle" in data):
+            raise serializers.ValidationError(
+                {
+                    "actorName": [
+                        ErrorDetail(
+                            "Send exactly one of actorName and actorHandle.",
+                            code="one-of-actorName-actorHandle",
+                        )
+                    ]
+                }
+            )
+        return data
+
+    def to_mention(self, data: dict[str, Any]) -> ActorMention:
+        return ActorMention(
+            relationship_note=data.get("relationshipNote", ""),
+            sensitive_interaction=data.get("sensitiveInteraction", False),
+            actor_name=data.get("actorName"),
+            actor_handle=data.get("actorHandle"),
+        )
+
+
+class SuppressionIn(serializers.Serializer):
+    reason = EnumField([r.value for r in SuppressionReason])
+    startedAt = Rfc3339Field()  # noqa: N815
+    endsAt = Rfc3339Field(required=False, allow_null=True, default=None)  # noqa: N815
+    notes = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=SUPPRESSION_NOTES_MAX_LENGTH
+    )
+
+
+class ProvenanceLinkIn(serializers.Serializer):
+    kind = EnumField([k.value for k in ProvenanceKind])
+    ref = serializers.CharField(max_length=200)
+    capturedAt = Rfc3339Field()  # noqa: N815
+
+
+class MemoryWriteIn(GovernedIn):
+    scope = ScopeField()
+    adapterScope = EnumField([a.value for a in AdapterScope], required=False)  # noqa: N815
+    category = EnumField([c.value for c in Category])
+    body = serializers.CharField(max_length=BODY_MAX_LENGTH)
+    subject = serializers.CharField(required=False, max_length=SUBJECT_MAX_LENGTH)
+    origin = EnumField([o.value for o in Origin])
+    sessionId = serializers.CharField(required=False, max_length=SESSION_ID_MAX_LENGTH)  # noqa: N815
+    multiActor = MultiActorIn(required=False, allow_null=True)  # noqa: N815
+    suppression = SuppressionIn(required=False, allow_null=True)
+    provenanceChain = ProvenanceLinkIn(many=True, required=False, max_length=50)  # noqa: N815
+
+    def to_draft(self) -> MemoryDraft:
+        data = self.validated_data
+        kind, identifiers = data["scope"]
+        mention = None
+        if data.get("multiActor"):
+            mention = MultiActorIn().to_mention(data["multiActor"])
+        suppression = None
+        if data.get("suppression"):
+            s = data["suppression"]
+            suppression = SuppressionMarker(
+                reason=s["reason"], started_at=s["startedAt"], ends_at=s["endsAt"], notes=s["notes"]
+            )
+        return MemoryDraft(
+            scope_kind=kind,
+            scope_identifiers=identifiers,
+            category=data["category"],
+            body=data["body"],
+            origin=data["origin"],
+            subject=data.get("subject"),
+            adapter_scope=data.get("adapterScope"),
+            session_id=data.get("sessionId"),
+            multi_actor=mention,
+            suppression=suppression,
+            provenance_chain=[
+                ProvenanceRef(kind=p["kind"], ref=p["ref"], captured_at=p["capturedAt"])
+                for p in data.get("provenanceChain", [])
+            ],
+        )
+
+
+class MultiActorPatchIn(serializers.Serializer):
+    relationshipNote = serializers.CharField(  # noqa: N815
+        required=False, allow_blank=True, max_length=RELATIONSHIP_NOTE_MAX_LENGTH
+    )
+    sensitiveInteraction = serializers.BooleanField(required=False)  # noqa: N815
+
+
+class MemoryCorrectIn(GovernedIn):
+    body = serializers.CharField(required=False, max_length=BODY_MAX_LENGTH)
+    subject = serializers.CharField(required=False, max_length=SUBJECT_MAX_LENGTH)
+    category = EnumField([c.value for c in Category], required=False)
+    multiActor = MultiActorPatchIn(required=False)  # noqa: N815
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if not ({"body", "subject", "category"} & set(data) or data.get("multiActor")):
+            raise serializers.ValidationError(
+                {"body": [ErrorDetail("Send at least one field to correct.", code="required")]}
+            )
+        return data
+
+    def to_correction(self) -> Correction:
+        data = self.validated_data
+        actor = data.get("multiActor") or {}
+        return Correction(
+            body=data.get("body"),
+            subject=data.get("subject"),
+            category=data.get("category"),
+            relationship_note=actor.get("relationshipNote"),
+            sensitive_interaction=actor.get("sensitiveInteraction"),
+        )
+
+
+class MemoryPauseIn(GovernedIn):
+    endsAt = Rfc3339Field(required=False, allow_null=True, default=None)  # noqa: N815
+    notes = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=SUPPRESSION_NOTES_MAX_LENGTH
+    )
+
+
+class MemoryScopeIn(GovernedIn):
+    scope = ScopeField()
+
+
+class ConflictAnswerIn(GovernedIn):
+    answer = EnumField(CONFLICT_ANSWERS)
+
+
+class ActorsForgetIn(GovernedIn):
+    actorName = serializers.CharField(required=False, max_length=200)  # noqa: N815
+    actorHandle = serializers.CharField(required=False, max_length=40)  # noqa: N815
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if ("actorName" in data) == ("actorHandle" in data):
+            raise serializers.ValidationError(
+                {
+                    "actorName": [
+                        ErrorDetail(
+                            "Send exactly one of actorName and actorHandle.",
+                            code="one-of-actorName-actorHandle",
+                        )
+                    ]
+                }
+            )
+        return data
+
+
+class OffTheRecordIn(GovernedIn):
+    sessionId = serializers.CharField(required=False, max_length=SESSION_ID_MAX_LENGTH)  # noqa: N815
+    surface = EnumField(SURFACES, required=False)
+
+
+class MemoryListIn(UserIdIn):
+    scope = serializers.CharField(required=False, max_length=800)
+    category = EnumField([c.value for c in Category], required=False)
+    lifecycle = EnumField([lc.value for lc in Lifecycle], required=False)
+    cursor = serializers.CharField(required=False, max_length=400)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
