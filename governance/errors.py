@@ -126,8 +126,11 @@ def _flatten_validation(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
     errors: list[dict[str, Any]] = []
     if isinstance(detail, Mapping):
         for key, value in detail.items():
-            name = key if key != "non_field_errors" else ""
-            path = f"{prefix}.{name}" if prefix and name else (name or prefix)
+            if isinstance(key, int):  # ListField reports child errors by index
+                path = f"{prefix}[{key}]"
+            else:
+                name = key if key != "non_field_errors" else ""
+                path = f"{prefix}.{name}" if prefix and name else (name or prefix)
             errors.extend(_flatten_validation(value, path))
     elif isinstance(detail, list):
         if detail and all(isinstance(d, drf.ErrorDetail) for d in detail):

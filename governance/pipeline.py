@@ -141,7 +141,9 @@ def govern(hook: Hook | str, op: Operation) -> list[Decision]:
     return decisions
 
 
-def _record(hook: Hook, op: Operation, decisions: Iterable[Decision], stop: Decision | None) -> None:
+def _record(
+    hook: Hook, op: Operation, decisions: Iterable[Decision], stop: Decision | None
+) -> None:
     payload = {
         "hook": hook.value,
         "operation": op.name,

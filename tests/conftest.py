@@ -25,6 +25,18 @@ def need_service(available: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
+    # Tests that need a service carry its marker, so a run can select or deselect them.
+    for item in items:
+        for fixture, marker in (
+            ("require_postgres", "postgres"),
+            ("require_redis", "redis"),
+            ("chromium_path", "browser"),
+        ):
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+
+
 @pytest.fixture
 def require_postgres() -> None:
     need_service(connection.vendor == "postgresql", "PostgreSQL is not configured (DATABASE_URL)")

@@ -142,3 +142,14 @@ class TestErrorsAndIdempotency:
         response = client.post(self.url, {"label": "a"}, format="json")
         assert response.status_code == 403
         assert response["Content-Type"] == PROBLEM
+
+
+def test_validation_paths_keep_list_indexes() -> None:
+    from rest_framework.exceptions import ErrorDetail
+
+    from governance.errors import _flatten_validation
+
+    detail = {"chain": {0: {"kind": [ErrorDetail("bad", "invalid_choice")]}}}
+    assert _flatten_validation(detail)[0]["field"] == "chain[0].kind"
+    detail = {"chain": [{}, {"kind": [ErrorDetail("bad", "invalid_choice")]}]}
+    assert _flatten_validation(detail)[0]["field"] == "chain[1].kind"

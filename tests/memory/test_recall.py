@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
