@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall_quality.py            # full run (a few minutes)
     .venv/bin/python bench/recall_quality.py --quick    # fewer queries, no full-recall pass
+    .venv/bin/python bench/recall_quality.py --speed    # only the speed figures
 
 The set (seeded, deterministic): memories made from ~30 everyday intents (a move for a job,
 a pet, a commute, a coffee order, a course, a trip, ...), each written in three phrasings,
@@ -1182,6 +1183,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="200 queries, no full-recall pass")
     parser.add_argument("--queries", type=int, default=None, help="queries per size")
+    parser.add_argument("--speed", action="store_true", help="only the speed figures")
     args = parser.parse_args()
     per_size = args.queries or (200 if args.quick else QUERIES_PER_SIZE)
 
@@ -1192,6 +1194,9 @@ def main() -> None:
     encoder.warm_up()
 
     everything = build_memories(max(SIZES))
+    if args.speed:
+        speed(encoder, everything, None, {})
+        return
     full_matrix, throughput = set_embeddings(encoder, [m.text for m in everything])
     weight = semantic.HYBRID_LEXICAL_WEIGHT
     print(

@@ -19,4 +19,13 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": crontab(minute="*/10"),
     },
     "runs-expire": {"task": "governance.runs.expire", "schedule": crontab(minute=23)},
+    "continuation-tokens-expire": {
+        "task": "memory.continuity.tasks.expire_tokens",
+        "schedule": crontab(minute=47),
+    },
+    # Memory jobs (memory/tasks.py): one batch per tenant per tick.
+    "memory-retention": {"task": "memory.tasks.retention", "schedule": crontab(minute=41)},
+    "memory-purge": {"task": "memory.tasks.purge", "schedule": crontab(minute="*/30")},
+    "memory-decay": {"task": "memory.tasks.decay", "schedule": crontab(minute=17, hour=3)},
+    "memory-expire": {"task": "memory.tasks.expire", "schedule": crontab(minute="*/10")},
 }

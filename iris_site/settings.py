@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "governance",
     "consent",
     "memory",
+    "memory.continuity",
     "dsar",
     "inspection",
 ]

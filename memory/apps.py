@@ -71,3 +71,7 @@ class MemoryConfig(AppConfig):
         register_resumable("memory.hard_delete", _resume_hard_delete)
         register_resumable("memory.actors_forget", _resume_actors_forget)
         register_resumable("memory.forget", _resume_forget)
+        # A revoked sensitive consent queues the hard-delete cascade (memory/receivers.py).
+        from memory import receivers
+
+        receivers.connect()

@@ -155,6 +155,11 @@ _ERF_BETA = (
 # passes then stay in the core's L2 cache instead of streaming the whole (tokens x 1536)
 # activation 25 times, which made GELU a third of batch-encoding time before blocking.
 _GELU_BLOCK = 32_768
+# Python floats: under numpy 2's promotion rules (NEP 50) they stay float32 in float32 math.
+_ERF_CLAMP = 4.0
+_SQRT_HALF = 0.7071067811865476
+_HALF = 0.5
+_LN_EPS = LAYER_NORM_EPS
 
 
 def erf(x: np.ndarray) -> np.ndarray:
@@ -168,23 +173,27 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def _erf_block(t: np.ndarray, x2: np.ndarray, p: np.ndarray, q: np.ndarray) -> None:
-    """erf(t) into `p` (Horner on x^2 for numerator and denominator); clobbers t, x2, q."""
+    """erf(t) into `p` (Horner on x^2 for numerator and denominator); clobbers t, x2, q.
+
+    Plain ufunc calls with `out=`: on arrays this small, a call's overhead is most of its
+    cost, and `np.clip` alone costs three minimum/maximum calls."""
     import numpy as np
 
-    np.clip(t, -4.0, 4.0, out=t)
+    np.minimum(t, _ERF_CLAMP, out=t)
+    np.maximum(t, -_ERF_CLAMP, out=t)
     np.multiply(t, t, out=x2)
-    np.multiply(x2, np.float32(_ERF_ALPHA[0]), out=p)
-    p += np.float32(_ERF_ALPHA[1])
+    np.multiply(x2, _ERF_ALPHA[0], out=p)
+    np.add(p, _ERF_ALPHA[1], out=p)
     for c in _ERF_ALPHA[2:]:
-        p *= x2
-        p += np.float32(c)
-    p *= t
-    np.multiply(x2, np.float32(_ERF_BETA[0]), out=q)
-    q += np.float32(_ERF_BETA[1])
+        np.multiply(p, x2, out=p)
+        np.add(p, c, out=p)
+    np.multiply(p, t, out=p)
+    np.multiply(x2, _ERF_BETA[0], out=q)
+    np.add(q, _ERF_BETA[1], out=q)
     for c in _ERF_BETA[2:]:
-        q *= x2
-        q += np.float32(c)
-    p /= q
+        np.multiply(q, x2, out=q)
+        np.add(q, c, out=q)
+    np.divide(p, q, out=p)
 
 
 def _gelu_inplace(x: np.ndarray) -> np.ndarray:
@@ -199,42 +208,50 @@ def _gelu_inplace(x: np.ndarray) -> np.ndarray:
         block = x[start : start + step]
         n = block.shape[0]
         t, x2, p, q = scratch[0, :n], scratch[1, :n], scratch[2, :n], scratch[3, :n]
-        np.multiply(block, np.float32(0.7071067811865476), out=t)
+        np.multiply(block, _SQRT_HALF, out=t)
         _erf_block(t, x2, p, q)
-        p += np.float32(1.0)
-        p *= np.float32(0.5)
-        block *= p
+        # x * (0.5 + 0.5 * erf): one multiply-add fewer than 0.5 * x * (1 + erf)
+        np.multiply(p, _HALF, out=p)
+        np.add(p, _HALF, out=p)
+        np.multiply(block, p, out=block)
     return x
 
 
 def _layer_norm_inplace(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """LayerNorm over the last axis of 2-D `x`, in place (biased variance, eps inside)."""
     import numpy as np
 
-    x -= x.mean(axis=-1, keepdims=True)
-    var = np.einsum("ij,ij->i", x, x)
-    var *= np.float32(1.0 / x.shape[-1])
-    var += np.float32(LAYER_NORM_EPS)
+    inv_width = np.float32(1.0 / x.shape[1])
+    mean = np.add.reduce(x, axis=1, keepdims=True)
+    np.multiply(mean, inv_width, out=mean)
+    np.subtract(x, mean, out=x)
+    var = np.einsum("ij,ij->i", x, x)[:, None]
+    np.multiply(var, inv_width, out=var)
+    np.add(var, _LN_EPS, out=var)
     np.sqrt(var, out=var)
-    x /= var[:, None]
-    x *= gamma
-    x += beta
+    np.divide(x, var, out=x)
+    np.multiply(x, gamma, out=x)
+    np.add(x, beta, out=x)
     return x
 
 
-# Below this many rows (tokens in the batch), a linear layer multiplies by column blocks
-# of its weight, one small GEMM per block in a single numpy call, instead of one GEMM over
-# the whole weight. OpenBLAS packs the whole weight into its panel format on every GEMM
-# call; for a short query that packing, not the arithmetic, was the cost (a 12-token
-# query spent 1 ms per 384x1536 product; blocked, 0.45 ms). Above ~40 rows the packed GEMM
-# wins again. Measured on this deployment's 2-core Xeon; docs/performance.md.
+# Below this many rows (tokens in the batch), a linear layer multiplies by 96 x 64 blocks
+# of its weight, one small GEMM per block in a single numpy call (then sums over the input
+# blocks), instead of one GEMM over the whole weight. OpenBLAS packs the whole weight into
+# its panel format on every GEMM call; for a short query that packing, not the arithmetic,
+# was the cost (a 12-token query spent 1.0-1.3 ms per 384x1536 product; in blocks small
+# enough for OpenBLAS's small-matrix kernels, 0.4-0.5 ms). Above ~40 rows the packed GEMM
+# wins again. Block shape and threshold were swept on this deployment's 2-core Xeon
+# (docs/performance.md, "Embedding speed").
 _SMALL_ROWS = 40
+_BLOCK_ROWS = 96
 _BLOCK_COLUMNS = 64
 
 
 @dataclass(frozen=True, slots=True)
 class _Linear:
     weight: np.ndarray  # (in, out), contiguous: x @ weight
-    blocks: np.ndarray  # (out / 64, in, 64), contiguous copies of the weight's column blocks
+    blocks: np.ndarray  # (in / 384, out / 64, 384, 64): contiguous copies of its blocks
     bias: np.ndarray  # (out,)
 
     @classmethod
@@ -242,9 +259,10 @@ class _Linear:
         import numpy as np
 
         k, n = weight.shape
+        kb, nb = min(k, _BLOCK_ROWS), _BLOCK_COLUMNS
         weight = np.ascontiguousarray(weight, dtype=np.float32)
         blocks = np.ascontiguousarray(
-            weight.reshape(k, n // _BLOCK_COLUMNS, _BLOCK_COLUMNS).transpose(1, 0, 2)
+            weight.reshape(k // kb, kb, n // nb, nb).transpose(0, 2, 1, 3)
         )
         return cls(weight, blocks, np.ascontiguousarray(bias, dtype=np.float32))
 
@@ -255,7 +273,14 @@ class _Linear:
         if rows > _SMALL_ROWS:
             y = x @ self.weight
         else:
-            y = np.matmul(x, self.blocks).transpose(1, 0, 2).reshape(rows, -1)
+            k_blocks, _, kb, _ = self.blocks.shape
+            # (k_blocks, 1, rows, kb) @ (k_blocks, n_blocks, kb, nb)
+            #   → (k_blocks, n_blocks, rows, nb), summed over k_blocks
+            parts = np.matmul(
+                x.reshape(rows, k_blocks, kb).transpose(1, 0, 2)[:, None], self.blocks
+            )
+            y = (parts[0] if k_blocks == 1 else parts.sum(axis=0)).transpose(1, 0, 2)
+            y = y.reshape(rows, -1)
         y += self.bias
         return y
 

@@ -29,7 +29,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, KeysView, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -188,6 +188,9 @@ class Bm25Index:
 
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._counts
+
+    def document_ids(self) -> KeysView[str]:
+        return self._counts.keys()
 
     def document_frequency(self, term: str) -> int:
         return self.stats.document_frequency.get(term, 0)

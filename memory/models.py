@@ -350,3 +350,6 @@ class OffTheRecord(models.Model):
                 fields=["tenant", "member", "session_id", "surface"], name="memory_otr_unique"
             )
         ]
+
+
+from memory.recall_models import *  # noqa: E402,F401,F403

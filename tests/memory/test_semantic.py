@@ -312,3 +312,15 @@ def test_hybrid_with_full_lexical_weight_is_lexical(
         query, CANDIDATES, corpus=index, vectors=stored_vectors, encoder=encoder, lexical_weight=1
     )
     assert [pure(query, c) for c in CANDIDATES] == [lexical(query, c) for c in CANDIDATES]
+
+
+def test_vector_index_cosines_are_the_bits_hybrid_uses(
+    encoder: embedding.Encoder, stored_vectors: dict[str, bytes]
+) -> None:
+    query = "what do I drink in the morning"
+    vectors = semantic.VectorIndex.from_mapping(stored_vectors)
+    every = vectors.cosines(encoder.encode_one(query)).tolist()
+    subset = semantic.cosine_values(query, CANDIDATES[2:5], vectors, encoder)
+    for c in CANDIDATES[2:5]:
+        row = vectors.row(c.entry_id)
+        assert row is not None and subset[c.entry_id] == every[row]

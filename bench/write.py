@@ -1,0 +1,282 @@
+"""Memory write throughput through the HTTP API, 8 concurrent clients, PostgreSQL.
+
+    .venv/bin/python bench/write.py                 # 2000 writes, 8 clients
+    .venv/bin/python bench/write.py --writes 4000 --clients 8 --workers 4
+    .venv/bin/python bench/write.py --profile       # also cProfile one write in-process
+
+What it does, end to end and for real:
+1. (re)creates the PostgreSQL database `iris_bench` (--db) and migrates it;
+2. seeds a tenant, one member per client (storage consent granted) and a surface client,
+   all through the services (audit included);
+3. starts gunicorn from .venv on a free port (DEBUG off, production settings), waits;
+4. 8 threads each POST /api/v1/memories for their own member with a distinct body, through
+   a keep-alive HTTP connection, and time each request;
+5. stops the server, checks the rows landed and that the audit chain verifies;
+6. prints writes/s, p50/p95 latency, and one JSON line.
+
+Not part of `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = ROOT / ".venv" / "bin" / "python"
+GUNICORN = ROOT / ".venv" / "bin" / "gunicorn"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_env(db_url: str, var_dir: Path) -> dict[str, str]:
+    from cryptography.fernet import Fernet
+
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=db_url,
+        DJANGO_SETTINGS_MODULE="iris_site.settings",
+        DEBUG="0",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        IRIS_MASTER_KEY=Fernet.generate_key().decode(),
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        SECURE_SSL_REDIRECT="0",
+        SECURE_HSTS_SECONDS="0",
+        IRIS_VAR_DIR=str(var_dir),
+        IRIS_AUDIT_CHECKPOINT_PATH=str(var_dir / "checkpoints.jsonl"),
+        IRIS_API_RATE="1000000/min",
+        LOG_LEVEL="WARNING",
+    )
+    env.pop("REDIS_URL", None)
+    return env
+
+
+def recreate_database(db_url: str) -> None:
+    import psycopg
+
+    parsed = urlparse(db_url)
+    name = parsed.path.lstrip("/")
+    admin = parsed._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+SEED = """
+import json, sys
+import django
+django.setup()
+from consent.enums import CaptureMethod, ConsentType, LegalBasis
+from consent.services import consent_record
+from governance.audit import Actor
+from governance.principal import Principal
+from governance.services import surface_client_create, tenant_create, user_create
+actor = Actor("system", "bench")
+tenant = tenant_create(actor=actor, slug="bench", name="Bench")
+members = []
+for i in range(int(sys.argv[1])):
+    user = user_create(actor=actor, tenant=tenant, username=f"bench{i}", password="pw-bench").user
+    principal = Principal(kind="member", id=user.public_id, tenant_id=tenant.id)
+    for ct in (ConsentType.DATA_PROCESSING, ConsentType.DATA_STORAGE):
+        consent_record(principal=principal, member=user, consent_type=ct, status="granted",
+                       legal_basis=LegalBasis.CONSENT, capture_method=CaptureMethod.SETTINGS_TOGGLE)
+    members.append(str(user.public_id))
+token = surface_client_create(actor=actor, tenant=tenant, surface="assistant").token
+print(json.dumps({"token": token, "members": members}))
+"""
+
+VERIFY = """
+import json, django
+django.setup()
+from governance.audit import verify_chain
+from memory.models import MemoryEntry
+report = verify_chain()
+print(json.dumps({"ok": report.ok, "events": report.events, "rows": MemoryEntry.objects.count()}))
+"""
+
+PROFILE = """
+import cProfile, json, pstats, sys, io, django
+django.setup()
+from rest_framework.test import APIClient
+seed = json.loads(sys.argv[1])
+client = APIClient()
+client.credentials(HTTP_AUTHORIZATION="Bearer " + seed["token"])
+def one(i):
+    user = seed["members"][0]
+    body = {"userId": user, "scope": {"kind": "profile", "userId": user}, "category": "fact",
+            "body": f"Profiled fact {i} about the weather", "origin": "user-stated"}
+    return client.post("/api/v1/memories", body, format="json", HTTP_HOST="127.0.0.1")
+for i in range(20):
+    one(i)  # warm up
+profiler = cProfile.Profile()
+profiler.enable()
+for i in range(20, 70):
+    assert one(i).status_code == 201
+profiler.disable()
+out = io.StringIO()
+pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(35)
+print(out.getvalue())
+"""
+
+
+def run_python(code: str, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [str(PY), "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if done.returncode:
+        sys.stderr.write(done.stderr)
+        raise SystemExit(f"helper failed ({done.returncode})")
+    return done.stdout.strip().splitlines()[-1] if code is not PROFILE else done.stdout
+
+
+def wait_for(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("server exited during start-up")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/api/schema/")
+            conn.getresponse().read()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit("server did not start")
+
+
+def client_loop(
+    port: int,
+    token: str,
+    member: str,
+    n: int,
+    offset: int,
+    latencies: list[float],
+    errors: list[str],
+) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    for i in range(n):
+        body = json.dumps(
+            {
+                "userId": member,
+                "scope": {"kind": "profile", "userId": member},
+                "category": "fact",
+                "body": f"Benchmark fact number {offset + i} about item {i}",
+                "subject": f"bench fact {offset + i}",
+                "origin": "user-stated",
+            }
+        )
+        start = time.perf_counter()
+        conn.request("POST", "/api/v1/memories", body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        latencies.append(time.perf_counter() - start)
+        if response.status != 201:
+            errors.append(f"{response.status}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", default="postgres://root@127.0.0.1:5432/iris_bench")
+    parser.add_argument("--writes", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
+    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+
+    var_dir = ROOT / "var" / "bench"
+    var_dir.mkdir(parents=True, exist_ok=True)
+    env = bench_env(args.db, var_dir)
+    recreate_database(args.db)
+    subprocess.run([str(PY), "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    seed = json.loads(run_python(SEED, env, str(args.clients)))
+
+    port = free_port()
+    server_cmd = [
+        str(GUNICORN),
+        "iris_site.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(args.workers),
+        "--threads",
+        str(args.threads),
+        "--log-level",
+        "warning",
+    ]
+    if not GUNICORN.exists():
+        server_cmd = [str(PY), "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
+    server = subprocess.Popen(server_cmd, cwd=ROOT, env=env)
+    try:
+        wait_for(port, server)
+        per_client = args.writes // args.clients
+        # A short warm-up per client (imports, connections), not counted.
+        warm: list[float] = []
+        warm_errors: list[str] = []
+        for c, member in enumerate(seed["members"]):
+            client_loop(port, seed["token"], member, 3, 10_000_000 + c * 10, warm, warm_errors)
+        latencies: list[float] = []
+        errors: list[str] = []
+        threads = [
+            threading.Thread(
+                target=client_loop,
+                args=(port, seed["token"], member, per_client, c * per_client, latencies, errors),
+            )
+            for c, member in enumerate(seed["members"])
+        ]
+        started = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    verify = json.loads(run_python(VERIFY, env))
+    total = len(latencies)
+    ordered = sorted(latencies)
+    result = {
+        "bench": "memory-write",
+        "database": "postgresql",
+        "server": Path(server_cmd[0]).name + f" workers={args.workers} threads={args.threads}",
+        "clients": args.clients,
+        "writes": total,
+        "errors": len(errors) + len(warm_errors),
+        "seconds": round(elapsed, 3),
+        "writes_per_second": round(total / elapsed, 1),
+        "p50_ms": round(statistics.median(ordered) * 1000, 2),
+        "p95_ms": round(ordered[int(0.95 * (total - 1))] * 1000, 2),
+        "audit_chain_ok": verify["ok"],
+        "audit_events": verify["events"],
+        "memory_rows": verify["rows"],
+    }
+    print(
+        f"{result['writes_per_second']} writes/s over {total} writes with {args.clients} "
+        f"clients; p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms; errors "
+        f"{result['errors']}; audit chain {'verifies' if verify['ok'] else 'BROKEN'}"
+    )
+    print(json.dumps(result))
+    if args.profile:
+        print(run_python(PROFILE, env, json.dumps(seed)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,404 @@
+"""Recall, the Django side: from an HTTP request and the ledger to a governed, audited answer.
+
+`memory.recall` decides; this module gathers what it decides on and records what happened:
+
+1. the request: scope key, surface, context, consented categories (the ledger's, narrowed
+   by the request, never widened), `now`;
+2. governance `pre_recall` (run limits, the egress tier check);
+3. candidates through the fast path (`memory.recall_db`) and `recall.resolve`;
+4. the egress gate: entries whose class may not reach the destination tier are withheld and
+   counted by reason in `suppressionCounts`; governance `post_recall` checks what is left;
+5. the answer: `recall.to_wire`, bodies scrubbed of credentials, governance `pre_response`;
+6. in one transaction: the `memory.recall.resolved` audit event, the surfaced entries'
+   `referenceCount`/`lastReferencedAt` (one UPDATE) and the member's recall history.
+
+Surfaces (docs/performance.md and docs/decisions/recall.md): a surface client or the
+member's own session may ask for `assistant`, `shell` or `notebook` (every product surface
+renders through one of these presentation budgets; what it may *read* is still narrowed to
+the adapter scopes its client name consumes). `admin` is the operators' surface and is
+reached only through the inspection regime, never through this endpoint: 403.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from consent.enums import CATEGORY_CONSENT_PREFIX, ConsentType
+from consent.selectors import active_consent_types
+from governance.audit import audit_record
+from governance.classify import classify_text
+from governance.egress import DEFAULT_TIER, egress_filter, parse_tier, tenant_allows_internal_cloud
+from governance.errors import Forbidden, ValidationFailed
+from governance.models import User
+from governance.pipeline import Effect, Hook, Operation, govern
+from governance.principal import Principal
+from governance.secrets_screen import scrub_outbound
+from memory import embedding, recall, recall_db, semantic
+from memory.enums import RecallSurface, ScopeKind
+from memory.models import MemoryEntry
+from memory.recall_models import MemoryEmbedding, RecallEvent
+from memory.selectors import surface_adapter_scopes
+
+AUDIT_ACTION = "memory.recall.resolved"
+POLICY_ID = "iris-memory-recall-v1"
+OPERATION = "memory.recall"
+
+# What this endpoint serves. `admin` belongs to operators under inspection.
+CLIENT_SURFACES: frozenset[str] = frozenset(
+    {RecallSurface.ASSISTANT, RecallSurface.SHELL, RecallSurface.NOTEBOOK}
+)
+
+
+# --------------------------------------------------------------------------------------
+# The ranker
+
+
+def ranker_name() -> str:
+    raw = getattr(settings, semantic.SETTING_NAME, None) or os.environ.get(semantic.SETTING_NAME)
+    return (raw or semantic.DEFAULT_RANKER).strip().lower()
+
+
+def ranker() -> tuple[str, semantic.Ranker]:
+    """The configured ranker; fails loudly on an unknown name or hybrid without the model."""
+    name = ranker_name()
+    return name, semantic.semantic_for(name)
+
+
+# --------------------------------------------------------------------------------------
+# The request
+
+
+@dataclass(frozen=True)
+class RecallAsk:
+    """What a caller asked, already validated field by field (the API serializer)."""
+
+    scope_kind: str | None
+    scope_identifiers: Mapping[str, str] | None
+    scope_key: str | None
+    query: str
+    surface: str
+    context: str
+    crisis_frame: bool = False
+    safety_critical_context: bool = False
+    consented_categories: frozenset[str] | None = None
+    limit: int | None = None
+    destination_tier: str | None = None
+    run_id: str | None = None
+
+
+def _scope_key(ask: RecallAsk, member: User) -> tuple[str, str]:
+    user_id = str(member.public_id)
+    if ask.scope_key:
+        kind = ask.scope_key.split(":", 1)[0]
+        try:
+            identifiers = recall.parse_scope_key(kind, ask.scope_key)
+        except ValueError:
+            raise ValidationFailed(
+                "scopeKey is not a valid scope key.", field="scopeKey", rule="format"
+            ) from None
+        key = ask.scope_key
+    else:
+        if not ask.scope_kind:
+            raise ValidationFailed(
+                "Name the scope: scope {kind, ...} or scopeKey.", field="scope", rule="required"
+            )
+        identifiers = {k: str(v) for k, v in (ask.scope_identifiers or {}).items()}
+        identifiers.setdefault("userId", user_id)
+        if ask.scope_kind in (ScopeKind.TENANT, ScopeKind.OPERATOR_COPILOT):
+            identifiers.setdefault("tenantId", str(member.tenant_id))
+        try:
+            kind = ScopeKind(ask.scope_kind).value
+            key = recall.scope_key_of(kind, identifiers)
+            recall.parse_scope_key(kind, key)
+        except (ValueError, KeyError):
+            raise ValidationFailed(
+                "scope is missing an identifier or names an unknown kind.",
+                field="scope",
+                rule="format",
+            ) from None
+    if identifiers.get("userId") != user_id or identifiers.get(
+        "tenantId", str(member.tenant_id)
+    ) != str(member.tenant_id):
+        raise ValidationFailed(
+            "The scope must belong to the member recalled for.", field="scope", rule="member"
+        )
+    return kind, key
+
+
+def consented_for(
+    member: User, narrowed: frozenset[str] | None
+) -> tuple[frozenset[str], bool]:
+    """(consented categories, multi-actor sensitive consent): the ledger's word, narrowed by
+    the request's list when it gives one (bare `medical` and `category:medical` alike)."""
+    granted = active_consent_types(tenant_id=member.tenant_id, member=member)
+    categories = frozenset(
+        t.removeprefix(CATEGORY_CONSENT_PREFIX)
+        for t in granted
+        if t.startswith(CATEGORY_CONSENT_PREFIX)
+    )
+    if narrowed is not None:
+        categories &= frozenset(c.removeprefix(CATEGORY_CONSENT_PREFIX) for c in narrowed)
+    return categories, ConsentType.MULTI_ACTOR_SENSITIVE.value in granted
+
+
+def build_request(
+    *, principal: Principal, member: User, ask: RecallAsk, now: datetime
+) -> recall.RecallRequest:
+    if ask.surface not in CLIENT_SURFACES:
+        raise Forbidden(
+            "The admin surface is for operators, through an inspection.", code="surface-forbidden"
+        )
+    kind, key = _scope_key(ask, member)
+    categories, multi_actor = consented_for(member, ask.consented_categories)
+    return recall.RecallRequest(
+        tenant_id=str(member.tenant_id),
+        user_id=str(member.public_id),
+        scope_kind=kind,
+        scope_key=key,
+        query=ask.query,
+        surface=ask.surface,
+        context=ask.context,
+        crisis_frame=ask.crisis_frame,
+        safety_critical_context=ask.safety_critical_context,
+        consented_categories=categories,
+        multi_actor_sensitive_consent=multi_actor,
+        dsar_fulfillment=False,
+        limit=ask.limit,
+        now=now,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# The service
+
+
+def _scope_fingerprint(scope_key: str) -> str:
+    return hashlib.sha256(scope_key.encode()).hexdigest()[:32]
+
+
+def _withhold(
+    result: recall.RecallResult, *, tier: str, tenant_id: uuid.UUID
+) -> tuple[recall.RecallResult, dict[str, int], list[str]]:
+    """The egress gate over the returned entries; withheld ones move into the counts."""
+    gated = egress_filter(
+        result.entries,
+        tier=tier,
+        classification_of=lambda e: classify_text(e.candidate.body),
+        tenant_opted_in_internal_cloud=tenant_allows_internal_cloud(tenant_id),
+    )
+    if not gated.withheld:
+        classes = [classify_text(e.candidate.body).value for e in gated.allowed]
+        return result, {}, classes
+    envelope = result.audit_envelope
+    counts = dict(envelope.suppression_counts)
+    for reason, n in gated.withheld.items():
+        counts[reason] = counts.get(reason, 0) + n
+    kept = tuple(gated.allowed)
+    result = recall.RecallResult(
+        entries=kept,
+        audit_envelope=replace(
+            envelope,
+            returned_ids=tuple(e.candidate.entry_id for e in kept),
+            suppression_counts=MappingProxyType(dict(sorted(counts.items()))),
+        ),
+    )
+    return result, dict(gated.withheld), [classify_text(e.candidate.body).value for e in kept]
+
+
+def recall_resolve(
+    *,
+    principal: Principal,
+    member: User,
+    ask: RecallAsk,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """One governed recall for `member` (caller has resolved the member for `principal`).
+
+    Returns the wire answer. Writes one audit event, bumps the surfaced entries' reference
+    counts and records the recall history, in one transaction after the answer is built.
+    """
+    now = now or timezone.now()
+    request = build_request(principal=principal, member=member, ask=ask, now=now)
+    try:
+        tier = parse_tier(ask.destination_tier or DEFAULT_TIER.value).value
+    except ValueError:
+        raise ValidationFailed(
+            "destinationTier must be local or cloud.", field="destinationTier", rule="choice"
+        ) from None
+    attributes: dict[str, Any] = {"egress_tier": tier}
+    if ask.run_id:
+        attributes["run_id"] = ask.run_id
+
+    def operation(**extra: Any) -> Operation:
+        return Operation(
+            name=OPERATION,
+            effect=Effect.READ,
+            principal=principal,
+            tenant_id=member.tenant_id,
+            member_id=member.public_id,
+            attributes={**attributes, **extra},
+        )
+
+    govern(Hook.PRE_RECALL, operation())
+
+    name, prepare = ranker()
+    adapter_scopes = (
+        sorted(surface_adapter_scopes(principal.surface)) if principal.kind == "surface" else None
+    )
+    fast = recall_db.fast_resolve(
+        request,
+        member=member,
+        adapter_scopes=adapter_scopes,
+        ranker_name=name,
+        prepare=prepare,
+    )
+    result, withheld, classes = _withhold(fast.result, tier=tier, tenant_id=member.tenant_id)
+    govern(Hook.POST_RECALL, operation(classifications=classes))
+
+    wire = recall.to_wire(result)
+    for item in wire["entries"]:
+        item["entry"]["body"] = scrub_outbound(item["entry"]["body"])
+    govern(Hook.PRE_RESPONSE, operation(classifications=classes))
+
+    _record(
+        principal=principal,
+        member=member,
+        request=request,
+        result=result,
+        revision_of=fast.revision_of,
+        extra={
+            "ranker": name,
+            "egressTier": tier,
+            "egressWithheld": sum(withheld.values()),
+            "examinedCount": fast.examined,
+        },
+    )
+    return wire
+
+
+def _record(
+    *,
+    principal: Principal,
+    member: User,
+    request: recall.RecallRequest,
+    result: recall.RecallResult,
+    revision_of: Mapping[str, uuid.UUID],
+    extra: Mapping[str, Any],
+) -> None:
+    envelope = result.audit_envelope
+    suppressed = sum(envelope.suppression_counts.values())
+    now = request.now
+    with transaction.atomic(durable=True):
+        audit_record(
+            actor=principal.actor,
+            action=AUDIT_ACTION,
+            tenant_id=member.tenant_id,
+            policy_id=POLICY_ID,
+            severity="warning" if suppressed else "info",
+            reason_code="suppressed" if suppressed else "",
+            subject_ids=[str(member.public_id), *envelope.returned_ids],
+            payload={
+                "scopeKind": str(request.scope_kind),
+                "scopeKeyHash": _scope_fingerprint(request.scope_key),
+                "surface": str(request.surface),
+                "context": request.context,
+                "returnedIds": list(envelope.returned_ids),
+                "suppressionCounts": dict(envelope.suppression_counts),
+                "evaluatedCount": envelope.evaluated_count,
+                "dedupedCount": envelope.deduped_count,
+                "overBudgetCount": envelope.over_budget_count,
+                **extra,
+            },
+            occurred_at=now,
+        )
+        if not result.entries:
+            return
+        revisions = [revision_of[e.candidate.entry_id] for e in result.entries]
+        MemoryEntry.objects.filter(
+            tenant_id=member.tenant_id, member=member, revision_id__in=revisions, is_current=True
+        ).update(reference_count=F("reference_count") + 1, last_referenced_at=now)
+        RecallEvent.objects.bulk_create(
+            [
+                RecallEvent(
+                    tenant_id=member.tenant_id,
+                    member=member,
+                    entry_id=uuid.UUID(e.candidate.entry_id),
+                    surface=str(request.surface),
+                    context=request.context,
+                    scope_key=request.scope_key,
+                    score=e.score,
+                    # Without the matched words: the history keeps no query or body text.
+                    rationale=recall.explain(e.candidate, request, frozenset()),
+                    recalled_at=now,
+                )
+                for e in result.entries
+            ]
+        )
+
+
+# --------------------------------------------------------------------------------------
+# Reads for the member's pages
+
+
+def recent_recalls(*, member: User, entry_id: uuid.UUID | str, limit: int = 10) -> list[RecallEvent]:
+    """Where, when and why one of the member's entries was recalled, newest first."""
+    return list(
+        RecallEvent.objects.filter(
+            tenant_id=member.tenant_id, member=member, entry_id=entry_id
+        ).order_by("-recalled_at", "-id")[:limit]
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Embeddings at write time
+
+
+def store_embeddings(entries: Iterable[MemoryEntry], *, now: datetime | None = None) -> int:
+    """Store the embedding of each revision when the hybrid ranker is configured and the
+    model is installed; otherwise do nothing. Returns how many vectors were written.
+
+    Safe to call twice: an existing vector is kept (a revision's body never changes).
+    """
+    if ranker_name() != "hybrid" or not embedding.available():
+        return 0
+    rows = [e for e in entries if e.body]
+    if not rows:
+        return 0
+    have = set(
+        MemoryEmbedding.objects.filter(revision_id__in=[e.revision_id for e in rows]).values_list(
+            "revision_id", flat=True
+        )
+    )
+    rows = [e for e in rows if e.revision_id not in have]
+    if not rows:
+        return 0
+    encoder = embedding.default_encoder()
+    # One text at a time, unpadded: the stored bits then equal what the ranker computes for
+    # a revision without a stored vector, so fast and exhaustive recall agree.
+    stamp = now or timezone.now()
+    MemoryEmbedding.objects.bulk_create(
+        [
+            MemoryEmbedding(
+                revision_id=e.revision_id,
+                tenant_id=e.tenant_id,
+                model=embedding.MODEL_NAME,
+                vector=embedding.to_bytes(encoder.encode_one(e.body, cache=False)),
+                created_at=stamp,
+            )
+            for e in rows
+        ],
+        ignore_conflicts=True,
+    )
+    return len(rows)

@@ -1,0 +1,248 @@
+"""POST /api/v1/recall: the endpoint checklist, the audit event, reference counts, history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from governance.models import AuditEvent
+from memory.models import MemoryEntry
+from memory.recall_models import RecallEvent
+from memory.recall_service import AUDIT_ACTION, POLICY_ID, recent_recalls
+from memory.services import memory_write
+from tests.memory.helpers import as_member, draft, grant_storage
+
+URL = "/api/v1/recall"
+PROBLEM = "application/problem+json"
+QUERY = "which coffee do I like"
+
+
+@pytest.fixture
+def remembered(member) -> list[str]:  # type: ignore[no-untyped-def]
+    grant_storage(member)
+    bodies = ["I like my coffee black", "My cat is called Tom", "I live in Berlin"]
+    return [
+        str(memory_write(principal=as_member(member), member=member, draft=draft(member, b)).entry.entry_id)
+        for b in bodies
+    ]
+
+
+def ask(member: Any, **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "userId": str(member.public_id),
+        "scope": {"kind": "profile"},
+        "query": QUERY,
+        "surface": "assistant",
+        "context": "general",
+        "destinationTier": "local",
+    }
+    body.update(overrides)
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def recall_events() -> list[AuditEvent]:
+    return list(AuditEvent.objects.filter(action=AUDIT_ACTION).order_by("seq"))
+
+
+def test_a_surface_recalls_ranked_entries_with_rationale(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    response = surface_api.post(URL, ask(member), format="json")
+    assert response.status_code == 200, response.content
+    data = response.json()
+    assert [e["entry"]["id"] for e in data["entries"]][0] == remembered[0]
+    first = data["entries"][0]
+    assert first["score"] > data["entries"][1]["score"]
+    assert "matches 'coffee'" in first["surfaceRationale"]
+    assert first["provenanceChain"] == first["entry"]["provenanceChain"]
+    envelope = data["auditEnvelope"]
+    assert set(envelope) == {"scopeKey", "returnedIds", "suppressionCounts", "evaluatedCount"}
+    assert envelope["scopeKey"] == f"profile:{member.public_id}"
+    assert envelope["returnedIds"] == [e["entry"]["id"] for e in data["entries"]]
+    assert envelope["evaluatedCount"] >= 3
+
+
+def test_one_audit_event_without_content(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    surface_api.post(URL, ask(member), format="json")
+    (event,) = recall_events()
+    assert event.policy_id == POLICY_ID
+    assert event.severity == "info"
+    assert event.payload["returnedIds"] == remembered[:1] + event.payload["returnedIds"][1:]
+    assert event.payload["suppressionCounts"] == {}
+    assert set(event.payload) >= {"scopeKeyHash", "returnedIds", "suppressionCounts", "evaluatedCount"}
+    text = str(event.payload)
+    assert "coffee" not in text and "Berlin" not in text and str(member.public_id) not in text
+
+
+def test_reference_counts_and_history_are_updated(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    surface_api.post(URL, ask(member, limit=1), format="json")
+    top = MemoryEntry.objects.get(entry_id=remembered[0], is_current=True)
+    assert top.reference_count == 1 and top.last_referenced_at is not None
+    others = MemoryEntry.objects.filter(entry_id__in=remembered[1:], is_current=True)
+    assert all(e.reference_count == 0 and e.last_referenced_at is None for e in others)
+    (seen,) = recent_recalls(member=member, entry_id=remembered[0])
+    assert (seen.surface, seen.context, seen.scope_key) == (
+        "assistant",
+        "general",
+        f"profile:{member.public_id}",
+    )
+    assert "coffee" not in seen.rationale  # no query or body words kept
+    assert RecallEvent.objects.count() == 1
+
+
+def test_the_member_session_recalls_for_itself(member_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    response = member_api.post(URL, ask(member, userId=None), format="json")
+    assert response.status_code == 200, response.content
+    assert len(response.json()["entries"]) == 3
+
+
+def test_the_default_tier_is_cloud_and_withholds_personal_text(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    response = surface_api.post(URL, ask(member, destinationTier=None), format="json")
+    assert response.status_code == 200, response.content
+    data = response.json()
+    assert data["entries"] == []
+    assert data["auditEnvelope"]["suppressionCounts"] == {"egress-personal-to-cloud": 3}
+    (event,) = recall_events()
+    assert event.severity == "warning"
+    assert not MemoryEntry.objects.filter(reference_count__gt=0).exists()
+
+
+def test_a_request_cannot_widen_consent(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+    grant_storage(member)
+    from tests.memory.helpers import grant_category
+
+    grant_category(member, "medical")
+    memory_write(
+        principal=as_member(member),
+        member=member,
+        draft=draft(member, "I take insulin daily", category="medical"),
+    )
+    from consent.services import consent_record  # noqa: F401  (ledger stays the word)
+
+    narrowed = surface_api.post(
+        URL, ask(member, context="health", consentedCategories=["financial"]), format="json"
+    ).json()
+    assert narrowed["entries"] == []
+    assert narrowed["auditEnvelope"]["suppressionCounts"] == {
+        "sensitive-category-without-consent": 1
+    }
+    allowed = surface_api.post(
+        URL, ask(member, context="health", consentedCategories=["medical"]), format="json"
+    ).json()
+    assert len(allowed["entries"]) == 1
+
+
+def test_consent_missing_from_the_ledger_cannot_be_asserted(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+    grant_storage(member)
+    from tests.memory.helpers import grant_category
+
+    grant_category(member, "medical")
+    memory_write(
+        principal=as_member(member),
+        member=member,
+        draft=draft(member, "I take insulin daily", category="medical"),
+    )
+    from consent.enums import category_consent_type
+    from tests.memory.helpers import grant
+
+    grant(member, category_consent_type("medical"), status="revoked")
+    data = surface_api.post(
+        URL, ask(member, context="health", consentedCategories=["medical"]), format="json"
+    ).json()
+    assert data["entries"] == []
+
+
+def test_anonymous_is_401(api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    response = api.post(URL, ask(member), format="json")
+    assert response.status_code == 401
+    assert recall_events() == []
+
+
+def test_another_tenants_member_is_404(surface_api, foreign_member) -> None:  # type: ignore[no-untyped-def]
+    response = surface_api.post(URL, ask(foreign_member), format="json")
+    assert response.status_code == 404, response.content
+    assert recall_events() == []
+
+
+def test_another_tenants_surface_is_404(foreign_surface_token, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {foreign_surface_token}")
+    response = client.post(URL, ask(member), format="json")
+    assert response.status_code == 404, response.content
+
+
+def test_a_member_cannot_recall_another_member(member_api, other_member, member) -> None:  # type: ignore[no-untyped-def]
+    response = member_api.post(URL, ask(other_member), format="json")
+    assert response.status_code == 404, response.content
+
+
+def test_an_operator_is_404(make_operator, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_login(make_operator("support"))
+    response = client.post(URL, ask(member), format="json")
+    assert response.status_code == 404, response.content
+
+
+def test_the_admin_surface_is_403(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    response = surface_api.post(URL, ask(member, surface="admin"), format="json")
+    assert response.status_code == 403, response.content
+    assert recall_events() == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"surface": "desk"}, "surface"),
+        ({"surface": None}, "surface"),
+        ({"context": "gossip"}, "context"),
+        ({"limit": -1}, "limit"),
+        ({"destinationTier": "moon"}, "destinationTier"),
+        ({"scope": {"kind": "galaxy"}}, "scope"),
+        ({"scope": {"kind": "session"}}, "scope"),
+        ({"scope": {"kind": "profile", "userId": "00000000-0000-0000-0000-000000000000"}}, "scope"),
+        ({"scope": None, "scopeKey": "profile"}, "scopeKey"),
+        ({"query": None}, "query"),
+        ({"runId": "not-a-uuid"}, "runId"),
+    ],
+)
+def test_bad_input_is_400_naming_the_field(surface_api, member, remembered, bad, field) -> None:  # type: ignore[no-untyped-def]
+    response = surface_api.post(URL, ask(member, **bad), format="json")
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"] == PROBLEM
+    assert field in [e["field"] for e in response.json()["errors"]]
+    assert recall_events() == []
+
+
+def test_scope_key_form_and_session_reach(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+    grant_storage(member)
+    ids = {"userId": str(member.public_id), "sessionId": "s1"}
+    memory_write(
+        principal=as_member(member),
+        member=member,
+        draft=draft(member, "We talk about coffee today", kind="session", identifiers=ids),
+    )
+    memory_write(
+        principal=as_member(member),
+        member=member,
+        draft=draft(
+            member,
+            "Other coffee session",
+            kind="session",
+            identifiers={**ids, "sessionId": "s2"},
+        ),
+    )
+    data = surface_api.post(
+        URL, ask(member, scope=None, scopeKey=f"session:{member.public_id}:s1"), format="json"
+    ).json()
+    assert [e["entry"]["body"] for e in data["entries"]] == ["We talk about coffee today"]
+
+
+def test_recall_runs_in_a_bounded_number_of_queries(
+    surface_api, member, remembered, django_assert_max_num_queries
+) -> None:  # type: ignore[no-untyped-def]
+    with django_assert_max_num_queries(40):
+        response = surface_api.post(URL, ask(member), format="json")
+    assert response.status_code == 200

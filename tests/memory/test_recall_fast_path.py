@@ -1,0 +1,197 @@
+"""The database fast path returns exactly what the exhaustive pure pipeline returns.
+
+Rows are generated straight into the table (the write path is not under test here), with
+many ties on time, shared subjects (dedupe), sensitive categories, suppressions, inactive
+rows, other scopes and another member, so that every pruning rule of `recall_db` is hit.
+`first_chunk=1..3` makes the recency scan stop early wherever its bound allows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory import recall, recall_db, semantic
+from memory.lexical import Bm25Index
+from memory.models import MemoryEntry
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+WORDS = ["coffee", "coffees", "tea", "party", "parties", "running", "run", "berlin", "cat", "Straße"]
+TIMES = [NOW - timedelta(days=d) for d in (0, 1, 1, 3, 30, 400)]
+
+
+def _row(member: Any, draw: Any, n: int) -> MemoryEntry:
+    kind_key = draw(st.sampled_from(["profile", "session:s1", "session:s2"]))
+    uid = str(member.public_id)
+    if kind_key == "profile":
+        kind, key, ids = "profile", f"profile:{uid}", {"userId": uid}
+    else:
+        session = kind_key.split(":")[1]
+        kind, key, ids = "session", f"session:{uid}:{session}", {"userId": uid, "sessionId": session}
+    body = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)))
+    suppressed = draw(st.sampled_from([None, None, None, "user-pause", "ended"]))
+    lifecycle = draw(st.sampled_from(["active"] * 6 + ["paused", "draft"]))
+    updated = draw(st.sampled_from(TIMES))
+    return MemoryEntry(
+        revision_id=uuid.uuid4(),
+        entry_id=uuid.UUID(int=n + 1),
+        revision=1,
+        is_current=True,
+        tenant_id=member.tenant_id,
+        member=member,
+        scope_kind=kind,
+        scope_key=key,
+        scope_identifiers=ids,
+        adapter_scope="assistant-profile" if kind == "profile" else "assistant-session",
+        category=draw(st.sampled_from(["preference", "preference", "medical", "safety"])),
+        body=body,
+        body_fingerprint=hashlib.sha256(body.encode()).hexdigest(),
+        subject=draw(st.sampled_from(["", "", "drink", "home"])),
+        origin=draw(st.sampled_from(list(recall.ORIGIN_WEIGHTS))),
+        lifecycle=lifecycle,
+        suppression_reason="user-pause" if suppressed else None,
+        suppression_started_at=NOW - timedelta(days=2) if suppressed else None,
+        suppression_ends_at=(NOW - timedelta(days=1)) if suppressed == "ended" else None,
+        actor_handle=None,
+        relationship_note="",
+        sensitive_interaction=False,
+        consents=[],
+        provenance_chain=[],
+        reference_count=draw(st.integers(0, 12)),
+        last_referenced_at=draw(st.sampled_from([None, *TIMES])),
+        created_at=updated - timedelta(days=1),
+        updated_at=updated,
+    )
+
+
+def _request(member: Any, draw: Any) -> recall.RecallRequest:
+    uid = str(member.public_id)
+    kind, key = draw(
+        st.sampled_from([("profile", f"profile:{uid}"), ("session", f"session:{uid}:s1")])
+    )
+    return recall.RecallRequest(
+        tenant_id=str(member.tenant_id),
+        user_id=uid,
+        scope_kind=kind,
+        scope_key=key,
+        query=" ".join(draw(st.lists(st.sampled_from([*WORDS, "the", "strasse"]), max_size=3))),
+        surface=draw(st.sampled_from(["assistant", "shell", "notebook"])),
+        context=draw(st.sampled_from(["general", "health", "safety"])),
+        crisis_frame=draw(st.booleans()) and draw(st.booleans()),
+        safety_critical_context=draw(st.booleans()),
+        consented_categories=draw(
+            st.sampled_from([frozenset(), frozenset({"medical"}), frozenset({"medical", "safety"})])
+        ),
+        multi_actor_sensitive_consent=False,
+        dsar_fulfillment=False,
+        limit=draw(st.sampled_from([None, 0, 1, 2, 3])),
+        now=NOW,
+    )
+
+
+def _entries(result: recall.RecallResult) -> list[dict[str, Any]]:
+    return recall.to_wire(result)["entries"]
+
+
+RANKERS = ["jaccard", "lexical"]
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_fast_path_equals_the_exhaustive_pipeline(member, other_member, data) -> None:  # type: ignore[no-untyped-def]
+    draw = data.draw
+    with transaction.atomic():
+        n = draw(st.integers(0, 40))
+        rows = [_row(member, draw, i) for i in range(n)]
+        rows += [_row(other_member, draw, 1000 + i) for i in range(draw(st.integers(0, 5)))]
+        MemoryEntry.objects.bulk_create(rows)
+        request = _request(member, draw)
+        name = draw(st.sampled_from(RANKERS))
+        prepare = semantic.semantic_for(name)
+        fast = recall_db.fast_resolve(
+            request,
+            member=member,
+            ranker_name=name,
+            prepare=prepare,
+            first_chunk=draw(st.integers(1, 3)),
+        )
+        full = recall_db.exhaustive_resolve(
+            request, member=member, ranker_name=name, prepare=prepare, corpus=fast.corpus
+        )
+        assert _entries(fast.result) == _entries(full)
+        assert fast.result.audit_envelope.returned_ids == full.audit_envelope.returned_ids
+        if name == "lexical":
+            # The statistics are those of every gated row, not of the rows fetched.
+            gated = recall_db.base_rows(request, member=member)
+            exact = Bm25Index((str(e.entry_id), e.body) for e in gated).stats
+            assert fast.corpus is not None
+            assert fast.corpus.document_count == exact.document_count
+            for term in set(exact.document_frequency) & set(fast.corpus.document_frequency):
+                assert fast.corpus.document_frequency[term] == exact.document_frequency[term]
+        transaction.set_rollback(True)
+
+
+@pytest.mark.django_db
+def test_the_scan_stops_early_on_many_old_rows(member) -> None:  # type: ignore[no-untyped-def]
+    uid = str(member.public_id)
+    rows = []
+    for i in range(300):
+        updated = NOW - timedelta(days=i)
+        rows.append(
+            MemoryEntry(
+                revision_id=uuid.uuid4(),
+                entry_id=uuid.UUID(int=i + 1),
+                revision=1,
+                is_current=True,
+                tenant_id=member.tenant_id,
+                member=member,
+                scope_kind="profile",
+                scope_key=f"profile:{uid}",
+                scope_identifiers={"userId": uid},
+                adapter_scope="assistant-profile",
+                category="preference",
+                body=f"note number {i}" + (" coffee" if i % 50 == 7 else ""),
+                body_fingerprint=f"{i:064d}",
+                subject="",
+                origin="user-stated",
+                lifecycle="active",
+                consents=[],
+                provenance_chain=[],
+                reference_count=0,
+                created_at=updated,
+                updated_at=updated,
+            )
+        )
+    MemoryEntry.objects.bulk_create(rows)
+    request = recall.RecallRequest(
+        tenant_id=str(member.tenant_id),
+        user_id=uid,
+        scope_kind="profile",
+        scope_key=f"profile:{uid}",
+        query="coffee",
+        surface="shell",
+        context="general",
+        crisis_frame=False,
+        safety_critical_context=False,
+        consented_categories=frozenset(),
+        multi_actor_sensitive_consent=False,
+        dsar_fulfillment=False,
+        limit=None,
+        now=NOW,
+    )
+    fast = recall_db.fast_resolve(request, member=member, first_chunk=8)
+    full = recall_db.exhaustive_resolve(request, member=member)
+    assert _entries(fast.result) == _entries(full)
+    assert fast.examined < 60  # six matches plus a few chunks of recent rows, not 300
