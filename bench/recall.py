@@ -68,6 +68,7 @@ def _env() -> dict[str, str]:
         IRIS_MASTER_KEY=env.get("IRIS_MASTER_KEY") or Fernet.generate_key().decode(),
         ALLOWED_HOSTS="127.0.0.1,localhost",
         IRIS_API_RATE="100000000/min",
+        SECURE_SSL_REDIRECT="0",
         DJANGO_SETTINGS_MODULE="iris_site.settings",
     )
     return env
@@ -104,7 +105,12 @@ def pct(values: list[float]) -> dict[str, float]:
     def at(p: float) -> float:
         return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 2)
 
-    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "mean": round(statistics.mean(values), 2)}
+    return {
+        "p50": at(0.50),
+        "p95": at(0.95),
+        "p99": at(0.99),
+        "mean": round(statistics.mean(values), 2),
+    }
 
 
 def peak_rss_mb() -> float:
@@ -122,7 +128,10 @@ def ensure_database(env: dict[str, str]) -> None:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB,)).fetchone():
             conn.execute(f'CREATE DATABASE "{DB}"')
     subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT, env=env, check=True
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
     )
 
 
@@ -209,7 +218,10 @@ def seed(rows: int) -> dict[str, object]:
                         "preference",
                         body,
                         "0" * 64,
-                        rng.choice(["", "", "", "drink", "trip", "weekend"]),
+                        # Most memories carry no conflict subject; the rest a specific one.
+                        ""
+                        if rng.random() < 0.8
+                        else f"{rng.choice(FOODS)}-{rng.choice(PLACES)}-{rng.randrange(50)}",
                         rng.choice(origins),
                         "active" if rng.random() < 0.95 else "paused",
                         "",
@@ -249,9 +261,8 @@ def seed(rows: int) -> dict[str, object]:
 
 
 def request_for(member_uid: str, query: str) -> object:
-    from memory import recall
-
     from governance.models import User
+    from memory import recall
 
     member = User.objects.get(public_id=member_uid)
     return member, recall.RecallRequest(
@@ -293,10 +304,26 @@ def bench_in_process(size: int, member_uid: str, ranker: str, n: int) -> None:
         out = recall_db.fast_resolve(req, member=member, ranker_name=ranker, prepare=prepare)
         fast.append((time.perf_counter() - t) * 1000)
         examined.append(out.examined)
-    emit(bench="recall", kind="pure", ranker=ranker, entries=size, candidates=len(candidates),
-         n=n, **pct(pure), peak_rss_mb=peak_rss_mb())
-    emit(bench="recall", kind="fast", ranker=ranker, entries=size, n=n, **pct(fast),
-         examined_mean=round(statistics.mean(examined), 1), peak_rss_mb=peak_rss_mb())
+    emit(
+        bench="recall",
+        kind="pure",
+        ranker=ranker,
+        entries=size,
+        candidates=len(candidates),
+        n=n,
+        **pct(pure),
+        peak_rss_mb=peak_rss_mb(),
+    )
+    emit(
+        bench="recall",
+        kind="fast",
+        ranker=ranker,
+        entries=size,
+        n=n,
+        **pct(fast),
+        examined_mean=round(statistics.mean(examined), 1),
+        peak_rss_mb=peak_rss_mb(),
+    )
 
 
 def free_port() -> int:
@@ -310,8 +337,18 @@ def start_server(env: dict[str, str], ranker: str) -> tuple[subprocess.Popen[byt
     gunicorn = ROOT / ".venv" / "bin" / "gunicorn"
     env = {**env, "IRIS_RECALL_SEMANTIC": ranker}
     proc = subprocess.Popen(
-        [str(gunicorn), "iris_site.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2", "--threads", "4",
-         "--log-level", "warning"],
+        [
+            str(gunicorn),
+            "iris_site.wsgi",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            "2",
+            "--threads",
+            "4",
+            "--log-level",
+            "warning",
+        ],
         cwd=ROOT,
         env=env,
         start_new_session=True,
@@ -352,12 +389,22 @@ def http_clients(port: int, token: str, member_uid: str, n: int, clients: int) -
         conn = http.client.HTTPConnection("127.0.0.1", port)
         for _ in range(count):
             body = json.dumps(
-                {"userId": member_uid, "scope": {"kind": "profile"}, "query": query_for(rng),
-                 "surface": "assistant", "context": "general", "destinationTier": "local"}
+                {
+                    "userId": member_uid,
+                    "scope": {"kind": "profile"},
+                    "query": query_for(rng),
+                    "surface": "assistant",
+                    "context": "general",
+                    "destinationTier": "local",
+                }
             )
             t = time.perf_counter()
-            conn.request("POST", "/api/v1/recall", body=body, headers={
-                "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            conn.request(
+                "POST",
+                "/api/v1/recall",
+                body=body,
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            )
             response = conn.getresponse()
             payload = response.read()
             elapsed = (time.perf_counter() - t) * 1000
@@ -390,26 +437,49 @@ def main() -> None:
 
     django.setup()
     state = seed(args.rows)
-    emit(bench="recall", kind="seed", rows=args.rows, seed_seconds=state.get("seed_seconds"),
-         copy_seconds=state.get("copy_seconds"))
+    emit(
+        bench="recall",
+        kind="seed",
+        rows=args.rows,
+        seed_seconds=state.get("seed_seconds"),
+        copy_seconds=state.get("copy_seconds"),
+    )
     sizes = [int(s) for s in args.sizes.split(",")]
     if not args.skip_pure:
         for size in sizes:
-            bench_in_process(size, state["members"][str(size)], args.ranker, min(args.requests, 100))
+            bench_in_process(
+                size, state["members"][str(size)], args.ranker, min(args.requests, 100)
+            )
     proc, port = start_server(env, args.ranker)
     try:
         for size in sizes:
             uid = state["members"][str(size)]
             http_clients(port, state["token"], uid, 16, 8)  # warm both workers
             seq = http_clients(port, state["token"], uid, args.requests, 1)
-            emit(bench="recall", kind="http", ranker=args.ranker, entries=size, clients=1,
-                 n=len(seq), **pct(seq), server_peak_rss_mb=server_peak_mb(proc))
+            emit(
+                bench="recall",
+                kind="http",
+                ranker=args.ranker,
+                entries=size,
+                clients=1,
+                n=len(seq),
+                **pct(seq),
+                server_peak_rss_mb=server_peak_mb(proc),
+            )
             t = time.perf_counter()
             par = http_clients(port, state["token"], uid, args.requests, 8)
             wall = time.perf_counter() - t
-            emit(bench="recall", kind="http", ranker=args.ranker, entries=size, clients=8,
-                 n=len(par), **pct(par), throughput_rps=round(len(par) / wall, 1),
-                 server_peak_rss_mb=server_peak_mb(proc))
+            emit(
+                bench="recall",
+                kind="http",
+                ranker=args.ranker,
+                entries=size,
+                clients=8,
+                n=len(par),
+                **pct(par),
+                throughput_rps=round(len(par) / wall, 1),
+                server_peak_rss_mb=server_peak_mb(proc),
+            )
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)

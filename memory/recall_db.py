@@ -111,30 +111,34 @@ def base_rows(
     return rows
 
 
-def query_fragments(query: str) -> list[str]:
+def query_fragments(query: str, ranker_name: str = "jaccard") -> list[str]:
     """Substrings that every ASCII body word matching the query must contain.
 
     Jaccard tokens are case-folded words; a BM25 term is a word's stem, which is a prefix
     of the word except that "-ies"/"-ied" become "y": dropping a final "y" covers that.
     """
-    frags = set(recall.tokens(query))
-    for term in query_terms(query):
+    frags = set(recall.tokens(query)) if ranker_name not in ("lexical", "hybrid") else set()
+    for term in query_terms(query) if ranker_name != "jaccard" else ():
         frags.add(term[:-1] if term.endswith("y") and len(term) > 1 else term)
     # A fragment inside another is implied by it; keep the shorter one only.
     kept = [f for f in frags if not any(o != f and o in f for o in frags)]
     return sorted(kept)
 
 
-def lexical_filter(rows: QuerySet[MemoryEntry], member_id: int, query: str) -> list[Any]:
-    """Querysets whose union holds every row that may share a word with `query`."""
-    frags = query_fragments(query)
+def lexical_filter(
+    rows: QuerySet[MemoryEntry], member_id: int, query: str, ranker_name: str = "jaccard"
+) -> list[Any]:
+    """Querysets whose union holds every row that may share a word with `query` (a Jaccard
+    token for `jaccard`, a BM25 term for `lexical` and `hybrid`)."""
+    frags = query_fragments(query, ranker_name)
     if not frags:
         return []
     if connection.vendor == "postgresql":
         # member_id repeated per arm so each arm is one scan of the (member_id, body) GIN
         # trigram index; the arms are OR-ed by a BitmapOr.
         arm = "(member_id = %s AND body ILIKE %s)"
-        like = rows.extra(
+        # Only the fixed arm text is joined; every pattern and id is a bound parameter.
+        like = rows.extra(  # noqa: S610
             where=["(" + " OR ".join([arm] * len(frags)) + ")"],
             params=[p for f in frags for p in (member_id, f"%{f}%")],
         )
@@ -142,9 +146,11 @@ def lexical_filter(rows: QuerySet[MemoryEntry], member_id: int, query: str) -> l
         return [like, wide]
     arm = "body LIKE %s"
     return [
-        rows.extra(
+        rows.extra(  # noqa: S610  (fixed SQL, bound patterns)
             where=[
-                "(" + " OR ".join([arm] * len(frags)) + " OR length(CAST(body AS BLOB)) <> length(body))"
+                "("
+                + " OR ".join([arm] * len(frags))
+                + " OR length(CAST(body AS BLOB)) <> length(body))"
             ],
             params=[f"%{f}%" for f in frags],
         )
@@ -229,52 +235,72 @@ def fast_resolve(
                 revision_of[key] = entry.revision_id
         return got
 
-    for queryset in lexical_filter(rows, member.pk, request.query):
+    effective = ranker_name if prepare is not None else "jaccard"
+    for queryset in lexical_filter(rows, member.pk, request.query, effective):
         take(queryset)
     # Bodies of every row that may hold a query term, once each: document frequencies.
     match_bodies = {k: c.body for k, c in fetched.items()}
 
     corpus: CorpusStats | None = None
-    if ranker_name in ("lexical", "hybrid"):
+    if effective in ("lexical", "hybrid"):
         corpus = corpus_stats(rows, request.query, list(match_bodies.values()))
 
     vectors: dict[str, bytes] = {}
+    # A row's semantic value depends only on (query, row, corpus), never on the pool
+    # (memory.semantic), so each row is prepared once, however many rounds the scan takes.
+    values: dict[str, float] = {}
 
     def semantic_fn(pool: list[recall.Candidate]) -> recall.SemanticFn:
         if prepare is None or ranker_name == "jaccard":
             return recall.jaccard_semantic
-        if ranker_name == "hybrid":
-            missing = [revision_of[c.entry_id] for c in pool if c.entry_id not in vectors]
-            if missing:
-                by_revision = {v: k for k, v in revision_of.items()}
+        fresh = [c for c in pool if c.entry_id not in values]
+        if fresh:
+            kwargs: dict[str, Any] = {"corpus": corpus}
+            if ranker_name == "hybrid":
+                missing = [revision_of[c.entry_id] for c in fresh if c.entry_id not in vectors]
+                by_revision = {revision_of[c.entry_id]: c.entry_id for c in fresh}
                 for rev, blob in MemoryEmbedding.objects.filter(
                     revision_id__in=missing
                 ).values_list("revision_id", "vector"):
                     vectors[by_revision[rev]] = bytes(blob)
-            kwargs: dict[str, Any] = {"corpus": corpus, "vectors": vectors}
-            if encoder is not None:
-                kwargs["encoder"] = encoder
-            return prepare(request.query, pool, **kwargs)
-        return prepare(request.query, pool, corpus=corpus)
+                kwargs["vectors"] = {k: vectors[k] for k in by_revision.values() if k in vectors}
+                if encoder is not None:
+                    kwargs["encoder"] = encoder
+            fn = prepare(request.query, fresh, **kwargs)
+            for c in fresh:
+                values[c.entry_id] = fn(request.query, c)
+
+        def cached(query: str, candidate: recall.Candidate) -> float:
+            return values[candidate.entry_id]
+
+        return cached
 
     closed: set[tuple[str, str]] = set()
 
+    passes = recall.gatekeeper(request)
+
     def close_clusters() -> None:
+        # Only a cluster row at least as recent as the newest *surviving* row seen can
+        # change which row wins (or tie with it), so older ones are never fetched. A pair
+        # with no survivor yet stays open: an unseen survivor there cannot reach the top k
+        # (the bound), nor knock a seen survivor out (there is none).
         while True:
-            pairs = {
-                (str(c.category), c.subject)
-                for c in fetched.values()
-                if c.subject and (str(c.category), c.subject) not in closed
-            }
-            if not pairs:
+            newest: dict[tuple[str, str], datetime] = {}
+            for c in fetched.values():
+                if c.subject and (str(c.category), c.subject) not in closed and passes(c) is None:
+                    pair = (str(c.category), c.subject)
+                    if pair not in newest or c.updated_at > newest[pair]:
+                        newest[pair] = c.updated_at
+            if not newest:
                 return
-            closed.update(pairs)
-            categories = sorted({p[0] for p in pairs})
-            subjects = sorted({p[1] for p in pairs if p[1] is not None})
-            take(rows.filter(category__in=categories, subject__in=subjects))
+            closed.update(newest)
+            match = Q()
+            for (category, subject), since in sorted(newest.items()):
+                match |= Q(category=category, subject=subject, updated_at__gte=since)
+            take(rows.filter(match))
 
     cap = _cap(request)
-    semantic_bound = nonmatch_semantic_bound(ranker_name if prepare is not None else "jaccard")
+    semantic_bound = nonmatch_semantic_bound(effective)
     scan = rows.annotate(anchor=Coalesce("last_referenced_at", "updated_at")).order_by(
         "-anchor", "entry_id"
     )

@@ -137,9 +137,7 @@ def _scope_key(ask: RecallAsk, member: User) -> tuple[str, str]:
     return kind, key
 
 
-def consented_for(
-    member: User, narrowed: frozenset[str] | None
-) -> tuple[frozenset[str], bool]:
+def consented_for(member: User, narrowed: frozenset[str] | None) -> tuple[frozenset[str], bool]:
     """(consented categories, multi-actor sensitive consent): the ledger's word, narrowed by
     the request's list when it gives one (bare `medical` and `category:medical` alike)."""
     granted = active_consent_types(tenant_id=member.tenant_id, member=member)
@@ -352,7 +350,9 @@ def _record(
 # Reads for the member's pages
 
 
-def recent_recalls(*, member: User, entry_id: uuid.UUID | str, limit: int = 10) -> list[RecallEvent]:
+def recent_recalls(
+    *, member: User, entry_id: uuid.UUID | str, limit: int = 10
+) -> list[RecallEvent]:
     """Where, when and why one of the member's entries was recalled, newest first."""
     return list(
         RecallEvent.objects.filter(

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memory import embedding
 from memory.lexical import Bm25Index, CorpusStats, query_terms, terms
-from memory.recall import Candidate, SemanticFn, jaccard_semantic
+from memory.recall import Candidate, SemanticFn
+from memory.recall import jaccard_semantic as jaccard_semantic  # re-exported: the default
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,8 +48,6 @@ DEFAULT_RANKER = "jaccard"
 # dev split of bench/recall_quality.py (grid 0.0..1.0 by 0.05, best mean of hit@12 and
 # nDCG@12 over both sizes); the test split never saw it.
 HYBRID_LEXICAL_WEIGHT = 0.5
-
-jaccard_semantic = jaccard_semantic  # re-exported: the spec's default SemanticFn
 
 
 class Ranker(Protocol):
@@ -67,7 +66,7 @@ class Ranker(Protocol):
 
 
 class VectorIndex:
-    """Unit vectors by entry id, as one (n, 384) float32 matrix for a single matmul."""
+    """Unit vectors by entry id, as one (n, 384) float32 matrix."""
 
     __slots__ = ("_rows", "matrix")
 
@@ -159,9 +158,10 @@ def hybrid(
 ) -> SemanticFn:
     """The documented blend of normalised BM25 and embedding cosine.
 
-    `vectors` holds the stored vector of each candidate's current revision; a candidate
-    without one (written before the model was installed) is embedded here, in one batch.
-    Raises `EmbeddingUnavailable` when the model cannot load.
+    `vectors` holds the stored vector of each candidate's current revision (bytes as
+    stored, arrays, or a `VectorIndex`); a candidate without one (written before the model
+    was installed) is embedded here, one at a time, which costs ~10 ms each: a backfill
+    should store them. Raises `EmbeddingUnavailable` when the model cannot load.
     """
     encoder = encoder or embedding.default_encoder()
     if not 0.0 <= lexical_weight <= 1.0:

@@ -42,7 +42,6 @@ def pg_backward(apps, schema_editor):  # type: ignore[no-untyped-def]
             schema_editor.execute(statement)
 
 
-
 class Migration(migrations.Migration):
     dependencies = [
         ("governance", "0005_job_runs"),

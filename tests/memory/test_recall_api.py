@@ -23,7 +23,11 @@ def remembered(member) -> list[str]:  # type: ignore[no-untyped-def]
     grant_storage(member)
     bodies = ["I like my coffee black", "My cat is called Tom", "I live in Berlin"]
     return [
-        str(memory_write(principal=as_member(member), member=member, draft=draft(member, b)).entry.entry_id)
+        str(
+            memory_write(
+                principal=as_member(member), member=member, draft=draft(member, b)
+            ).entry.entry_id
+        )
         for b in bodies
     ]
 
@@ -68,7 +72,12 @@ def test_one_audit_event_without_content(surface_api, member, remembered) -> Non
     assert event.severity == "info"
     assert event.payload["returnedIds"] == remembered[:1] + event.payload["returnedIds"][1:]
     assert event.payload["suppressionCounts"] == {}
-    assert set(event.payload) >= {"scopeKeyHash", "returnedIds", "suppressionCounts", "evaluatedCount"}
+    assert set(event.payload) >= {
+        "scopeKeyHash",
+        "returnedIds",
+        "suppressionCounts",
+        "evaluatedCount",
+    }
     text = str(event.payload)
     assert "coffee" not in text and "Berlin" not in text and str(member.public_id) not in text
 
@@ -95,7 +104,9 @@ def test_the_member_session_recalls_for_itself(member_api, member, remembered) -
     assert len(response.json()["entries"]) == 3
 
 
-def test_the_default_tier_is_cloud_and_withholds_personal_text(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+def test_the_default_tier_is_cloud_and_withholds_personal_text(
+    surface_api, member, remembered
+) -> None:  # type: ignore[no-untyped-def]
     response = surface_api.post(URL, ask(member, destinationTier=None), format="json")
     assert response.status_code == 200, response.content
     data = response.json()

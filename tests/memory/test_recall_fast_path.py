@@ -23,7 +23,18 @@ from memory.lexical import Bm25Index
 from memory.models import MemoryEntry
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
-WORDS = ["coffee", "coffees", "tea", "party", "parties", "running", "run", "berlin", "cat", "Straße"]
+WORDS = [
+    "coffee",
+    "coffees",
+    "tea",
+    "party",
+    "parties",
+    "running",
+    "run",
+    "berlin",
+    "cat",
+    "Straße",
+]
 TIMES = [NOW - timedelta(days=d) for d in (0, 1, 1, 3, 30, 400)]
 
 
@@ -34,11 +45,16 @@ def _row(member: Any, draw: Any, n: int) -> MemoryEntry:
         kind, key, ids = "profile", f"profile:{uid}", {"userId": uid}
     else:
         session = kind_key.split(":")[1]
-        kind, key, ids = "session", f"session:{uid}:{session}", {"userId": uid, "sessionId": session}
+        kind, key, ids = (
+            "session",
+            f"session:{uid}:{session}",
+            {"userId": uid, "sessionId": session},
+        )
     body = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)))
     suppressed = draw(st.sampled_from([None, None, None, "user-pause", "ended"]))
     lifecycle = draw(st.sampled_from(["active"] * 6 + ["paused", "draft"]))
     updated = draw(st.sampled_from(TIMES))
+    actor = draw(st.sampled_from([None, None, "h1"]))
     return MemoryEntry(
         revision_id=uuid.uuid4(),
         entry_id=uuid.UUID(int=n + 1),
@@ -59,9 +75,9 @@ def _row(member: Any, draw: Any, n: int) -> MemoryEntry:
         suppression_reason="user-pause" if suppressed else None,
         suppression_started_at=NOW - timedelta(days=2) if suppressed else None,
         suppression_ends_at=(NOW - timedelta(days=1)) if suppressed == "ended" else None,
-        actor_handle=None,
-        relationship_note="",
-        sensitive_interaction=False,
+        actor_handle=actor,
+        relationship_note="my friend" if actor else "",
+        sensitive_interaction=bool(actor) and draw(st.booleans()),
         consents=[],
         provenance_chain=[],
         reference_count=draw(st.integers(0, 12)),
@@ -83,13 +99,13 @@ def _request(member: Any, draw: Any) -> recall.RecallRequest:
         scope_key=key,
         query=" ".join(draw(st.lists(st.sampled_from([*WORDS, "the", "strasse"]), max_size=3))),
         surface=draw(st.sampled_from(["assistant", "shell", "notebook"])),
-        context=draw(st.sampled_from(["general", "health", "safety"])),
+        context=draw(st.sampled_from(["general", "health", "safety", "relationship"])),
         crisis_frame=draw(st.booleans()) and draw(st.booleans()),
         safety_critical_context=draw(st.booleans()),
         consented_categories=draw(
             st.sampled_from([frozenset(), frozenset({"medical"}), frozenset({"medical", "safety"})])
         ),
-        multi_actor_sensitive_consent=False,
+        multi_actor_sensitive_consent=draw(st.booleans()),
         dsar_fulfillment=False,
         limit=draw(st.sampled_from([None, 0, 1, 2, 3])),
         now=NOW,
@@ -105,7 +121,7 @@ RANKERS = ["jaccard", "lexical"]
 
 @pytest.mark.django_db
 @settings(
-    max_examples=25,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
