@@ -789,6 +789,10 @@ def _insert_revision(
         **values,
     )
     entry.save(force_insert=True)
+    # With the hybrid ranker on, each revision's vector is computed at write time.
+    from memory.recall_service import store_embeddings
+
+    store_embeddings([entry], now=now)
     return entry
 
 

@@ -30,6 +30,7 @@ from governance.principal import Principal, principal_of
 from memory import selectors, services
 from memory.enums import Lifecycle, ScopeKind
 from memory.models import BODY_MAX_LENGTH, MemoryEntry
+from memory.recall_service import recent_recalls
 from memory.retention import purge_due_at
 from memory.scopes import check_scope_change
 
@@ -207,7 +208,7 @@ def detail(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
         "origin_label": ORIGIN_LABELS.get(entry.origin, entry.origin),
         "scope_label": SCOPE_LABELS.get(entry.scope_kind, entry.scope_kind),
         "scope_targets": targets,
-        "recalls": [],
+        "recalls": recent_recalls(member=member, entry_id=entry.entry_id),
         "approvals": approvals_pending_for(member=member),
     }
     return render(request, "memory/detail.html", context)

@@ -168,3 +168,19 @@ class ContinuationTokensView(APIView):
             },
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="continuation_tokens_forget",
+        parameters=[OpenApiParameter("userId", OpenApiTypes.UUID, description="For a surface.")],
+        responses={
+            200: inline_serializer(
+                "ContinuationTokensForgotten", {"deleted": serializers.IntegerField()}
+            )
+        },
+        description="Forget every continuation token of the member (all devices, all surfaces).",
+    )
+    def delete(self, request: Request) -> Response:
+        principal, member = _acting(request, request.query_params)
+        deleted = services.continuation_tokens_forget(principal=principal, member=member)
+        return Response({"deleted": deleted})

@@ -300,6 +300,18 @@ def test_forget_deletes_every_token_of_the_member_only(member, other_member) -> 
     assert services.continuation_tokens_forget(principal=as_member(member), member=member) == 0
 
 
+def test_a_member_forgets_every_token_through_the_api(member_api, member, other_member) -> None:  # type: ignore[no-untyped-def]
+    surface = Principal(kind="surface", id=uuid.uuid4(), tenant_id=member.tenant_id)
+    services.continuation_token_write(
+        principal=surface, member=other_member, payload=token(other_member)
+    )
+    assert post(member_api, token(member)).status_code == 201
+    response = member_api.delete(URL)
+    assert response.status_code == 200 and response.json() == {"deleted": 1}
+    assert member_api.get(URL).json()["results"] == []
+    assert list(ContinuationToken.objects.values_list("member", flat=True)) == [other_member.pk]
+
+
 def test_expiry_deletes_old_tokens_in_batches_and_records_a_run(member, settings) -> None:  # type: ignore[no-untyped-def]
     settings.IRIS_CONTINUITY_TOKEN_TTL_DAYS = 30
     surface = Principal(kind="surface", id=uuid.uuid4(), tenant_id=member.tenant_id)

@@ -257,3 +257,14 @@ def test_recall_runs_in_a_bounded_number_of_queries(
     with django_assert_max_num_queries(40):
         response = surface_api.post(URL, ask(member), format="json")
     assert response.status_code == 200
+
+
+def test_the_member_page_shows_where_and_when_an_entry_was_recalled(
+    surface_api, member, member_api, remembered
+) -> None:  # type: ignore[no-untyped-def]
+    page = member_api.get(f"/memory/{remembered[0]}/").content.decode()
+    assert "No recalls recorded yet." in page
+    assert surface_api.post(URL, ask(member), format="json").status_code == 200
+    page = member_api.get(f"/memory/{remembered[0]}/").content.decode()
+    assert "No recalls recorded yet." not in page
+    assert "by the assistant" in page

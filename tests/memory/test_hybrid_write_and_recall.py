@@ -1,0 +1,52 @@
+"""With the hybrid ranker on, writes store a vector per revision and recall ranks by it."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import embedding
+from memory.recall_models import MemoryEmbedding
+from memory.services import memory_write
+from tests.conftest import need_service
+from tests.memory.helpers import as_member, draft, grant_storage
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def hybrid(settings):  # type: ignore[no-untyped-def]
+    need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
+    settings.IRIS_RECALL_SEMANTIC = "hybrid"
+
+
+def test_each_revision_gets_its_vector_at_write_time(hybrid, member) -> None:  # type: ignore[no-untyped-def]
+    grant_storage(member)
+    entry = memory_write(
+        principal=as_member(member), member=member, draft=draft(member, "I moved to Lisbon")
+    ).entry
+    stored = MemoryEmbedding.objects.get(revision_id=entry.revision_id)
+    vector = embedding.from_bytes(bytes(stored.vector))
+    expected = embedding.default_encoder().encode_one("I moved to Lisbon")
+    assert float(vector @ expected) > 0.9999
+
+
+def test_hybrid_recall_finds_a_paraphrased_memory_over_the_api(hybrid, member, surface_api) -> None:  # type: ignore[no-untyped-def]
+    grant_storage(member)
+    for body in ("I relocated to Lisbon for a bakery job", "My sister plays the cello"):
+        memory_write(principal=as_member(member), member=member, draft=draft(member, body))
+    response = surface_api.post(
+        "/api/v1/recall",
+        {
+            "userId": str(member.public_id),
+            "scope": {"kind": "profile"},
+            "query": "which city did I move to for work",
+            "surface": "assistant",
+            "context": "general",
+            "destinationTier": "local",
+            "limit": 1,
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    [top] = response.json()["entries"]
+    assert "Lisbon" in top["entry"]["body"]
