@@ -3,7 +3,6 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
-export DJANGO_SETTINGS_MODULE := iris_site.settings
 
 EMBED_STAMP := $(VENV)/.embeddings-$(shell cat requirements.lock | sha1sum | cut -c1-12)
 
@@ -36,7 +35,7 @@ run: install
 	DEBUG=1 $(PY) manage.py runserver 127.0.0.1:8000
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 lint: install
 	$(VENV)/bin/ruff check .
