@@ -17,3 +17,6 @@ CSRF_COOKIE_SECURE = False
 SECURE_HSTS_SECONDS = 0
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"principal": "100000/min"}}  # noqa: F405
+# Tasks run in-process so a test sees their effect; the test that covers the real Celery
+# worker on Redis switches eager mode off for its own duration.
+CELERY_TASK_ALWAYS_EAGER = True

@@ -13,11 +13,12 @@ from django.core.management import call_command
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_real_celery_worker_runs_a_task(require_redis, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_real_celery_worker_runs_a_task(require_redis, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from governance.tasks import ping
     from iris_site.celery import app
 
-    assert not app.conf.task_always_eager
+    monkeypatch.setitem(app.conf, "task_always_eager", False)
+    assert app.conf.broker_url.startswith("redis://")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "iris_site.settings_test"}
     log = tmp_path / "worker.log"
     worker = subprocess.Popen(
@@ -51,16 +52,23 @@ def test_real_celery_worker_runs_a_task(require_redis, tmp_path) -> None:  # typ
     assert "governance.tasks.ping" in log.read_text()
 
 
-def test_eager_without_redis(settings) -> None:  # type: ignore[no-untyped-def]
-    from iris_site.celery import app
-
-    if settings.REDIS_URL:
-        assert not app.conf.task_always_eager
-    else:
-        assert app.conf.task_always_eager
-        from governance.tasks import ping
-
-        assert ping.delay("x").get() == "pong:x"
+def test_production_settings_use_the_redis_broker_or_run_eagerly() -> None:
+    env = {k: v for k, v in os.environ.items()}
+    code = (
+        "import iris_site.settings as s;"
+        "print(s.CELERY_TASK_ALWAYS_EAGER, s.CELERY_BROKER_URL.split(':')[0])"
+    )
+    for redis_url, expected in (("redis://127.0.0.1:6379/15", "False redis"), ("", "True memory")):
+        env.update(REDIS_URL=redis_url, DEBUG="1")
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.stdout.strip().splitlines()[-1] == expected, done.stderr
 
 
 def test_check_deploy_prints_no_warning_with_production_env(tmp_path) -> None:  # type: ignore[no-untyped-def]
