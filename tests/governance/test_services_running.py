@@ -53,7 +53,7 @@ def test_real_celery_worker_runs_a_task(require_redis, tmp_path, monkeypatch) ->
 
 
 def test_production_settings_use_the_redis_broker_or_run_eagerly() -> None:
-    env = {k: v for k, v in os.environ.items()}
+    env = dict(os.environ)
     code = (
         "import iris_site.settings as s;"
         "print(s.CELERY_TASK_ALWAYS_EAGER, s.CELERY_BROKER_URL.split(':')[0])"
