@@ -55,6 +55,11 @@ class MemoryConfig(AppConfig):
     name = "memory"
     default_auto_field = "django.db.models.BigAutoField"
 
+    def seed_demo(self, *, tenant: Any, actor: Any, member: Any) -> None:
+        from memory.demo import seed
+
+        seed(tenant=tenant, member=member)
+
     def ready(self) -> None:
         from governance.approvals import register_resumable
         from governance.pipeline import register, registered_checks

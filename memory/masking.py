@@ -46,6 +46,18 @@ def normalise_actor_name(name: str) -> str:
     become spaces so "Anna-Maria" meets "Anna Maria"; other punctuation and invisible
     format characters are dropped so "O'Neil" meets "ONeil"; whitespace is collapsed.
     """
+    # Dropping a character can let a combining mark meet a new base letter, which NFKC
+    # then composes; repeat until nothing changes so the result is a fixed point.
+    current = name
+    for _ in range(8):
+        following = _normalise_once(current)
+        if following == current:
+            break
+        current = following
+    return current
+
+
+def _normalise_once(name: str) -> str:
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
     kept: list[str] = []
     for char in folded:

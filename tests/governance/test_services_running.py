@@ -150,3 +150,10 @@ def test_seed_demo_prints_logins(capsys) -> None:  # type: ignore[no-untyped-def
     call_command("seed_demo")
     out = capsys.readouterr().out
     assert "demo-member" in out and "demo-trust-and-safety" in out and "iris_" in out
+    from governance.models import User
+    from memory.models import MemoryEntry
+
+    member = User.objects.get(username="demo-member")
+    assert MemoryEntry.objects.filter(member=member, is_current=True).count() == 5
+    call_command("seed_demo")  # a second run adds no duplicates
+    assert MemoryEntry.objects.filter(member=member, is_current=True).count() == 5
