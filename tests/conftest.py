@@ -8,12 +8,22 @@ import shutil
 import pytest
 from django.conf import settings
 from django.db import connection
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from governance import append_only
 from governance.audit import Actor
 
 SYSTEM = Actor("system", "tests")
+
+# Property tests: no per-example deadline (a shared CI machine is slow at times), and in CI
+# (IRIS_REQUIRE_SERVICES=1) a derandomised run, so a red build is reproducible; run locally
+# without it to keep exploring new examples.
+hypothesis_settings.register_profile("iris", deadline=None)
+hypothesis_settings.register_profile("iris-ci", deadline=None, derandomize=True)
+hypothesis_settings.load_profile(
+    "iris-ci" if os.environ.get("IRIS_REQUIRE_SERVICES") == "1" else "iris"
+)
 
 
 def need_service(available: bool, reason: str) -> None:
