@@ -313,6 +313,21 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "consent/home.html", context)
 
 
+def _record(request: HttpRequest, member, consent_type: str, status: str) -> bool:  # type: ignore[no-untyped-def]
+    """Grant or withdraw from the settings page: one path, so both stay equally easy."""
+    return _apply(
+        request,
+        lambda: services.consent_record(
+            principal=principal_of(member),
+            member=member,
+            consent_type=consent_type,
+            status=status,
+            legal_basis=_basis(consent_type),
+            capture_method=CaptureMethod.SETTINGS_TOGGLE,
+        ),
+    )
+
+
 @login_required
 @require_POST
 def grant(request: HttpRequest) -> HttpResponse:
@@ -321,17 +336,7 @@ def grant(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _bad_form(request)
     consent_type = form.cleaned_data["consent_type"]
-    done = _apply(
-        request,
-        lambda: services.consent_record(
-            principal=principal_of(member),
-            member=member,
-            consent_type=consent_type,
-            status=ConsentStatus.GRANTED,
-            legal_basis=_basis(consent_type),
-            capture_method=CaptureMethod.SETTINGS_TOGGLE,
-        ),
-    )
+    done = _record(request, member, consent_type, ConsentStatus.GRANTED)
     if done:
         label = label_of(EventKind.CONSENT, consent_type)
         messages.success(request, f"Consent given: {label}.")
@@ -357,17 +362,7 @@ def revoke(request: HttpRequest) -> HttpResponse:
                 "consent/confirm_revoke.html",
                 {"consent_type": consent_type, "copy": copy},
             )
-    done = _apply(
-        request,
-        lambda: services.consent_record(
-            principal=principal_of(member),
-            member=member,
-            consent_type=consent_type,
-            status=ConsentStatus.REVOKED,
-            legal_basis=_basis(consent_type),
-            capture_method=CaptureMethod.SETTINGS_TOGGLE,
-        ),
-    )
+    done = _record(request, member, consent_type, ConsentStatus.REVOKED)
     if done:
         messages.success(request, f"Consent withdrawn: {label}.")
     return _back(consent_type)

@@ -205,6 +205,20 @@ class MemoryDetailView(APIView):
         return Response(_entry(outcome.entry, member))
 
 
+def _entry_action(request: Request, entry_id: uuid.UUID, service) -> Response:  # type: ignore[no-untyped-def]
+    """An action on one entry that needs nothing but the governance context."""
+    principal, member = _acting(request, request.data)
+    payload = _valid(GovernedIn, request.data)
+    outcome = service(
+        principal=principal,
+        member=member,
+        entry_id=entry_id,
+        context=payload.governance_context(),
+    )
+    assert outcome.entry is not None
+    return Response(_entry(outcome.entry, member))
+
+
 class MemoryHistoryView(APIView):
     @extend_schema(
         tags=[TAG],
@@ -282,16 +296,7 @@ class MemoryResumeView(APIView):
     )
     @idempotent
     def post(self, request: Request, entry_id: uuid.UUID) -> Response:
-        principal, member = _acting(request, request.data)
-        payload = _valid(GovernedIn, request.data)
-        outcome = services.memory_resume(
-            principal=principal,
-            member=member,
-            entry_id=entry_id,
-            context=payload.governance_context(),
-        )
-        assert outcome.entry is not None
-        return Response(_entry(outcome.entry, member))
+        return _entry_action(request, entry_id, services.memory_resume)
 
 
 class MemoryConfirmView(APIView):
@@ -306,16 +311,7 @@ class MemoryConfirmView(APIView):
     )
     @idempotent
     def post(self, request: Request, entry_id: uuid.UUID) -> Response:
-        principal, member = _acting(request, request.data)
-        payload = _valid(GovernedIn, request.data)
-        outcome = services.memory_confirm(
-            principal=principal,
-            member=member,
-            entry_id=entry_id,
-            context=payload.governance_context(),
-        )
-        assert outcome.entry is not None
-        return Response(_entry(outcome.entry, member))
+        return _entry_action(request, entry_id, services.memory_confirm)
 
 
 class MemoryScopeView(APIView):
