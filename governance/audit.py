@@ -123,6 +123,43 @@ def audit_record(
     If the insert fails the exception propagates and the caller's transaction (the operation
     being recorded) rolls back: an operation that cannot be audited does not happen.
     """
+    event = _event(
+        actor=actor,
+        action=action,
+        tenant_id=tenant_id,
+        policy_id=policy_id,
+        severity=severity,
+        reason_code=reason_code,
+        subject_ids=subject_ids,
+        payload=payload,
+        occurred_at=occurred_at,
+    )
+    event.save()
+    _request_seal_after_commit()
+    return event
+
+
+def audit_record_many(records: Iterable[Mapping[str, Any]]) -> list[AuditEvent]:
+    """Record several events (keyword sets of `audit_record`) in one INSERT."""
+    events = [_event(**fields) for fields in records]
+    if events:
+        AuditEvent.objects.bulk_create(events)
+        _request_seal_after_commit()
+    return events
+
+
+def _event(
+    *,
+    actor: Actor,
+    action: str,
+    tenant_id: uuid.UUID | str | None,
+    policy_id: str = "",
+    severity: str = AuditEvent.Severity.INFO,
+    reason_code: str = "",
+    subject_ids: Iterable[uuid.UUID | str] = (),
+    payload: Mapping[str, Any] | None = None,
+    occurred_at: datetime | None = None,
+) -> AuditEvent:
     payload = dict(payload or {})
     _check_payload(payload)
     event = AuditEvent(
@@ -139,8 +176,6 @@ def audit_record(
         payload=payload,
     )
     event.content_hash = sha256_hex(event_canonical(event))
-    event.save()
-    _request_seal_after_commit()
     return event
 
 

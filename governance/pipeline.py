@@ -5,6 +5,11 @@ Checks are small classes with a priority, registered in one place (`checks.py` a
 apps' `ready()`); each decision (allow, deny, ask the owner) is written to the audit chain
 with the check's name. `govern` records in its own transaction when called outside one,
 so a denial stays on record even though the operation it stopped never happens.
+
+A caller that passes `pending=` (a list) gets its *allow* records queued there instead,
+and writes them with `record_pending` inside the operation's own transaction: one commit
+per operation, and an allow is on record exactly when what it allowed took effect. Denials
+and holds are always committed at once.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any, ClassVar
 
 from django.db import transaction
 
-from governance.audit import audit_record
+from governance.audit import audit_record, audit_record_many
 from governance.errors import IrisError, ValidationFailed
 from governance.principal import Principal
 
@@ -107,11 +112,14 @@ class HeldForApproval(IrisError):
     title = "Waiting for the owner's approval"
 
 
-def govern(hook: Hook | str, op: Operation) -> list[Decision]:
+def govern(
+    hook: Hook | str, op: Operation, *, pending: list[dict[str, Any]] | None = None
+) -> list[Decision]:
     """Run every check registered for `hook` and record the decisions.
 
     Raises Denied on the first deny (after recording it) and HeldForApproval when a check
-    asks the owner. Returns the decisions when everything allows.
+    asks the owner. Returns the decisions when everything allows; with `pending`, their
+    record is queued there for `record_pending` instead of being written now.
     """
     try:
         hook = Hook(hook)
@@ -131,7 +139,10 @@ def govern(hook: Hook | str, op: Operation) -> list[Decision]:
         if decision.verdict != Verdict.ALLOW:
             stop = decision
             break
-    _record(hook, op, decisions, stop)
+    if stop is None and pending is not None:
+        pending.append(_record_fields(hook, op, decisions, None))
+    else:
+        _record(hook, op, decisions, stop)
     if stop is not None and stop.verdict == Verdict.DENY:
         raise Denied(
             stop.detail or "Refused by policy.", code=stop.reason_code or None, extra=stop.extra
@@ -141,9 +152,24 @@ def govern(hook: Hook | str, op: Operation) -> list[Decision]:
     return decisions
 
 
+def record_pending(pending: list[dict[str, Any]]) -> None:
+    """Write queued allow decisions; call inside the operation's transaction."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("record_pending belongs inside the operation's transaction")
+    audit_record_many(pending)
+    pending.clear()
+
+
 def _record(
     hook: Hook, op: Operation, decisions: Iterable[Decision], stop: Decision | None
 ) -> None:
+    with transaction.atomic():
+        audit_record(**_record_fields(hook, op, decisions, stop))
+
+
+def _record_fields(
+    hook: Hook, op: Operation, decisions: Iterable[Decision], stop: Decision | None
+) -> dict[str, Any]:
     payload = {
         "hook": hook.value,
         "operation": op.name,
@@ -154,14 +180,13 @@ def _record(
         ],
     }
     verdict = stop.verdict.value if stop else Verdict.ALLOW.value
-    with transaction.atomic():
-        audit_record(
-            actor=op.principal.actor,
-            action=f"iris.governance.decision.{verdict}",
-            tenant_id=op.tenant_id,
-            policy_id=POLICY_ID,
-            severity="warning" if stop else "info",
-            reason_code=stop.reason_code if stop else "",
-            subject_ids=[str(op.member_id), *op.subject_ids] if op.member_id else op.subject_ids,
-            payload=payload,
-        )
+    return {
+        "actor": op.principal.actor,
+        "action": f"iris.governance.decision.{verdict}",
+        "tenant_id": op.tenant_id,
+        "policy_id": POLICY_ID,
+        "severity": "warning" if stop else "info",
+        "reason_code": stop.reason_code if stop else "",
+        "subject_ids": [str(op.member_id), *op.subject_ids] if op.member_id else op.subject_ids,
+        "payload": payload,
+    }
