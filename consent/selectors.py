@@ -17,6 +17,7 @@ from consent.enums import AdapterScope, ConsentStatus
 from consent.ledger import ChainRow, ConsentEntry, EventKind, LedgerEvent, TrailStep
 from consent.models import ConsentEvent, ConsentEventBody
 from consent.policy import ScopePolicy, evaluate_scope_policies
+from governance import plainsql
 from governance.models import User
 
 MAX_PAGE = 200
@@ -61,9 +62,22 @@ def ledger_event(row: ConsentEvent, *, member: User) -> LedgerEvent | None:
     )
 
 
+def _whole_chain(tenant_id: uuid.UUID, member: User) -> list[ConsentEvent]:
+    """`_chain` in full, as plain SQL: every memory write and recall reads it."""
+    table = ConsentEvent._meta.db_table
+    return plainsql.select_with_one(
+        ConsentEvent,
+        ConsentEventBody,
+        "body",
+        f"{table}.tenant_id = %s AND {table}.member_id = %s",
+        [plainsql.prep(ConsentEvent, "tenant", tenant_id), member.pk],
+        suffix=f"ORDER BY {table}.position",
+    )
+
+
 def member_ledger(*, tenant_id: uuid.UUID, member: User) -> list[LedgerEvent]:
     """The member's events in chain order; erased events are left out (one query)."""
-    events = (ledger_event(row, member=member) for row in _chain(tenant_id, member))
+    events = (ledger_event(row, member=member) for row in _whole_chain(tenant_id, member))
     return [e for e in events if e is not None]
 
 
@@ -177,7 +191,7 @@ class ConsentOverview:
 def consent_overview(
     *, tenant_id: uuid.UUID, member: User, consumer: str | None = None
 ) -> ConsentOverview:
-    rows = list(_chain(tenant_id, member))
+    rows = _whole_chain(tenant_id, member)
     history = [e for e in (ledger_event(r, member=member) for r in rows) if e is not None]
     deciding = ledger.active_consents(history)
     granted = {t: e for t, e in deciding.items() if e.status == ConsentStatus.GRANTED}

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max
+from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
 from governance import keys
@@ -40,6 +40,7 @@ FORBIDDEN_PAYLOAD_KEYS = frozenset(
 MAX_PAYLOAD_STRING = 200
 # How far behind the newest sealed event the sealer looks for late commits.
 SEAL_LOOKBACK = 2_000
+REQUEST_SEAL_LOOKBACK = 200
 
 
 class AuditPayloadError(ValueError):
@@ -191,7 +192,9 @@ def _seal_after_commit() -> None:
         return
     _last_seal = now
     try:
-        seal_pending(blocking=False)
+        # A short look back: an event that commits later than that is sealed by the beat
+        # task's full sweep (a seal's order is commit order, so late is still in order).
+        seal_pending(blocking=False, lookback=REQUEST_SEAL_LOOKBACK)
     except Exception:  # the beat task seals later; never fail a committed request for it
         log.exception("audit seal after commit failed")
 
@@ -207,7 +210,11 @@ def _request_seal_after_commit() -> None:
 
 
 def _chain_of(event: AuditEvent) -> str:
-    return str(event.tenant_id) if event.tenant_id else SYSTEM_CHAIN
+    return _chain_of_tenant(event.tenant_id)
+
+
+def _chain_of_tenant(tenant_id: uuid.UUID | None) -> str:
+    return str(tenant_id) if tenant_id else SYSTEM_CHAIN
 
 
 def _try_lock(blocking: bool) -> bool:
@@ -220,42 +227,32 @@ def _try_lock(blocking: bool) -> bool:
         return True if blocking else bool(row[0])
 
 
-def seal_pending(*, blocking: bool = False, full: bool = False, batch: int = 5000) -> int:
+def seal_pending(
+    *, blocking: bool = False, full: bool = False, batch: int = 5000, lookback: int = SEAL_LOOKBACK
+) -> int:
     """Give every committed, unsealed event its chain position. Returns how many."""
     sealed = 0
     try:
         with transaction.atomic():
             if not _try_lock(blocking):
                 return 0
-            qs = AuditEvent.objects.filter(seal__isnull=True)
-            if not full:
-                newest = AuditSeal.objects.aggregate(m=Max("event_seq"))["m"] or 0
-                qs = qs.filter(seq__gt=newest - SEAL_LOOKBACK)
-            events = list(qs.order_by("seq")[:batch])
+            events = _unsealed(full=full, batch=batch, lookback=lookback)
             if not events:
                 return 0
-            chains = {_chain_of(e) for e in events}
-            heads: dict[str, tuple[int, str]] = {}
-            for seal in (
-                AuditSeal.objects.filter(chain__in=chains)
-                .order_by("chain", "-position")
-                .distinct("chain")
-                if connection.vendor == "postgresql"
-                else _heads_portable(chains)
-            ):
-                heads[seal.chain] = (seal.position, seal.chain_hash)
+            chains = {_chain_of_tenant(tenant) for _, tenant, _ in events}
+            heads = {seal.chain: (seal.position, seal.chain_hash) for seal in _chain_heads(chains)}
             now = timezone.now()
             seals = []
-            for event in events:
-                chain = _chain_of(event)
+            for seq, tenant, content_hash in events:
+                chain = _chain_of_tenant(tenant)
                 position, prev = heads.get(chain, (0, GENESIS))
-                link = chain_link(prev, event.content_hash)
+                link = chain_link(prev, content_hash)
                 seals.append(
                     AuditSeal(
                         chain=chain,
                         position=position + 1,
-                        event=event,
-                        event_seq=event.seq,
+                        event_id=seq,
+                        event_seq=seq,
                         prev_hash=prev,
                         chain_hash=link,
                         sealed_at=now,
@@ -268,11 +265,33 @@ def seal_pending(*, blocking: bool = False, full: bool = False, batch: int = 500
         # Another sealer won the race (SQLite has no advisory lock); it sealed these.
         return 0
     if sealed == batch:
-        sealed += seal_pending(blocking=blocking, full=full, batch=batch)
+        sealed += seal_pending(blocking=blocking, full=full, batch=batch, lookback=lookback)
     return sealed
 
 
-def _heads_portable(chains: set[str]) -> list[AuditSeal]:
+def _unsealed(*, full: bool, batch: int, lookback: int) -> list[tuple[int, Any, str]]:
+    """(seq, tenant_id, content_hash) of committed events without a seal, oldest first.
+
+    Only what a seal needs: reading whole rows (payloads) cost more than the sealing. Short
+    of a full sweep, only events after the newest sealed one, or at most `lookback` before
+    it, are considered; both reads are index range scans.
+    """
+    columns = ("seq", "tenant_id", "content_hash")
+    if full:
+        unsealed = AuditEvent.objects.filter(
+            ~Exists(AuditSeal.objects.filter(event=OuterRef("pk")))
+        )
+        return list(unsealed.order_by("seq").values_list(*columns)[:batch])
+    newest = AuditSeal.objects.aggregate(m=Max("event_seq"))["m"] or 0
+    floor = newest - lookback
+    sealed = set(AuditSeal.objects.filter(event_seq__gt=floor).values_list("event_seq", flat=True))
+    # Nothing after `newest` is sealed, so at most len(sealed) rows of the window are skipped.
+    window = AuditEvent.objects.filter(seq__gt=floor).order_by("seq").values_list(*columns)
+    return [row for row in window[: batch + len(sealed)] if row[0] not in sealed][:batch]
+
+
+def _chain_heads(chains: set[str]) -> list[AuditSeal]:
+    # One indexed lookup per chain (a sealing batch touches a few tenants).
     heads = []
     for chain in sorted(chains):
         head = AuditSeal.objects.filter(chain=chain).order_by("-position").first()

@@ -8,6 +8,7 @@ import secrets
 from rest_framework import authentication, exceptions
 from rest_framework.throttling import SimpleRateThrottle
 
+from governance import plainsql
 from governance.models import SurfaceClient
 from governance.principal import SurfaceUser
 
@@ -35,17 +36,20 @@ class SurfaceTokenAuthentication(authentication.BaseAuthentication):
             return None
         if len(parts) != 2:
             raise exceptions.AuthenticationFailed("Malformed Authorization header.")
-        client = (
-            SurfaceClient.objects.select_related("tenant")
-            .filter(token_hash=hash_token(parts[1]), revoked_at__isnull=True)
-            .first()
-        )
+        client = _client_for(hash_token(parts[1]))
         if client is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked token.")
         return SurfaceUser(client), client
 
     def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
         return f'{self.keyword} realm="iris"'
+
+
+def _client_for(token_hash: str) -> SurfaceClient | None:
+    # Every API request runs this: plain SQL (see governance.plainsql). Revocation still
+    # takes effect on the next request.
+    rows = plainsql.select(SurfaceClient, "token_hash = %s AND revoked_at IS NULL", [token_hash])
+    return rows[0] if rows else None
 
 
 class PrincipalRateThrottle(SimpleRateThrottle):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from governance import plainsql
 from governance.errors import NotFound
 from governance.models import User
 from governance.principal import Principal
@@ -24,9 +25,21 @@ def member_for(principal: Principal, user_id: uuid.UUID | str | None) -> User:
             key = uuid.UUID(str(user_id))
         except ValueError:
             raise NotFound("No such member.") from None
-        member = User.objects.filter(
-            tenant_id=principal.tenant_id, public_id=key, kind=User.Kind.MEMBER, is_active=True
-        ).first()
+        member = _active_member(principal.tenant_id, key)
         if member is not None:
             return member
     raise NotFound("No such member.")
+
+
+def _active_member(tenant_id: uuid.UUID | None, public_id: uuid.UUID) -> User | None:
+    # On every surface call, so plain SQL (see governance.plainsql).
+    rows = plainsql.select(
+        User,
+        "tenant_id = %s AND public_id = %s AND kind = %s AND is_active",
+        [
+            plainsql.prep(User, "tenant", tenant_id),
+            plainsql.prep(User, "public_id", public_id),
+            User.Kind.MEMBER.value,
+        ],
+    )
+    return rows[0] if rows else None

@@ -92,6 +92,12 @@ DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+elif env_bool("IRIS_DB_SERVER_BINDING", True):
+    # Parameters bound by the server, so psycopg prepares a query after a few runs and
+    # PostgreSQL stops re-planning it (planning was most of the database's CPU per write).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        server_side_binding=True, prepare_threshold=2
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "governance.User"

@@ -26,7 +26,7 @@ from django.db.models import Q, QuerySet
 
 from consent.enums import AdapterScope, Category
 from consent.policy import blueprint
-from governance import keys
+from governance import keys, plainsql
 from governance.errors import NotFound, ValidationFailed
 from governance.models import User
 from governance.principal import Principal
@@ -262,14 +262,21 @@ def off_the_record_for(
     *, member: User, session_id: str | None, surface: str | None
 ) -> OffTheRecord | None:
     """The toggle that covers a write from this session and surface, if one is on."""
-    sessions = Q(session_id="") | Q(session_id=session_id) if session_id else Q(session_id="")
-    surfaces = Q(surface="") | Q(surface=surface) if surface else Q(surface="")
-    return (
-        OffTheRecord.objects.filter(tenant_id=member.tenant_id, member=member)
-        .filter(sessions, surfaces)
-        .order_by("since")
-        .first()
+    # Every write asks this: plain SQL (see governance.plainsql).
+    rows = plainsql.select(
+        OffTheRecord,
+        "tenant_id = %s AND member_id = %s AND session_id IN (%s, %s) AND surface IN (%s, %s)",
+        [
+            plainsql.prep(OffTheRecord, "tenant", member.tenant_id),
+            member.pk,
+            "",
+            session_id or "",
+            "",
+            surface or "",
+        ],
+        suffix="ORDER BY since LIMIT 1",
     )
+    return rows[0] if rows else None
 
 
 def off_the_record_toggles(*, member: User) -> list[OffTheRecord]:

@@ -39,13 +39,22 @@ from consent.enums import (
 )
 from consent.policy import ScopeMode, blueprint
 from consent.selectors import consent_overview
-from governance import keys
+from governance import keys, plainsql
 from governance.audit import audit_record
 from governance.effects import run_destructive
 from governance.errors import Conflict, NotFound, ValidationFailed
 from governance.idempotency import forget_subject
 from governance.models import User
-from governance.pipeline import Check, Decision, Effect, Hook, Operation, Verdict, govern
+from governance.pipeline import (
+    Check,
+    Decision,
+    Effect,
+    Hook,
+    Operation,
+    Verdict,
+    govern,
+    record_pending,
+)
 from governance.principal import Principal
 from governance.runs import content_fingerprint
 from memory import selectors
@@ -375,8 +384,10 @@ def _govern(
     arguments: Mapping[str, Any] | None = None,
     attributes: Mapping[str, Any] | None = None,
     text: str | None = None,
+    pending: list[dict[str, Any]] | None = None,
 ) -> Operation:
-    """Ask the kernel (outside any transaction); returns the allowed operation.
+    """Ask the kernel (outside any transaction); returns the allowed operation. With
+    `pending`, an allow is queued there for `record_pending` in the caller's transaction.
 
     `arguments` are what the call needs to be issued again (ids and codes only): with
     `subject_ids` they make its fingerprint for approvals, the ledger and loop detection.
@@ -395,7 +406,7 @@ def _govern(
         attributes=merged,
         text=text,
     )
-    govern(hook, op)
+    govern(hook, op, pending=pending)
     return op
 
 
@@ -723,7 +734,15 @@ def _audit(
 def _lock_member(member: User) -> None:
     """Serialise one member's memory writers, so that two writes of the same fact cannot
     both see "nothing stored yet" (PostgreSQL row lock; SQLite serialises writers)."""
-    User.objects.select_for_update().filter(pk=member.pk).values_list("pk", flat=True).get()
+    if not transaction.get_connection().features.has_select_for_update:
+        return
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(_LOCK_MEMBER_SQL, [member.pk])
+        if cursor.fetchone() is None:
+            raise NotFound("No such member.")
+
+
+_LOCK_MEMBER_SQL = f"SELECT id FROM {User._meta.db_table} WHERE id = %s FOR UPDATE"  # noqa: S608
 
 
 _CONTENT_FIELDS = (
@@ -977,6 +996,7 @@ def memory_write(
         category=w.category,
         sensitive_interaction=sensitive_interaction,
     )
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.write",
@@ -991,11 +1011,13 @@ def memory_write(
         },
         attributes={"memoryGate": gate.as_attributes()},
         text=_screened_text(w.body, w.mention.relationship_note if w.mention else ""),
+        pending=decided,
     )
-    if gate.scope_mode == ScopeMode.EPHEMERAL:
-        return WriteOutcome("not-written", "scope-ephemeral", notes=gate.scope_notes)
-
     with transaction.atomic(durable=True):
+        # The allow is on record in the same commit as what it allowed.
+        record_pending(decided)
+        if gate.scope_mode == ScopeMode.EPHEMERAL:
+            return WriteOutcome("not-written", "scope-ephemeral", notes=gate.scope_notes)
         _lock_member(member)
         handle = _resolve_mention(member, w.mention)
         fields = {
@@ -1044,6 +1066,10 @@ def _screened_text(body: str, note: str) -> str:
 
 
 _LIVE_ORDER = {Lifecycle.ACTIVE: 0, Lifecycle.PAUSED: 0, Lifecycle.DRAFT: 1}
+_CURRENT_FOR_KEY_WHERE = (
+    "tenant_id = %s AND member_id = %s AND is_current AND scope_key = %s AND category = %s"
+    " AND subject = %s AND read_only_copy_of IS NULL AND lifecycle IN (%s, %s, %s)"
+)
 
 
 def _current_for_key(
@@ -1058,18 +1084,21 @@ def _current_for_key(
     """
     if not subject:
         return None
-    rows = list(
-        MemoryEntry.objects.filter(
-            tenant_id=member.tenant_id,
-            member=member,
-            category=category,
-            subject=subject,
-            scope_key=scope_key,
-            actor_handle=handle,
-            is_current=True,
-            read_only_copy_of__isnull=True,
-            lifecycle__in=list(_LIVE_ORDER),
-        ).select_for_update()
+    # Every write asks this, under the member's lock: plain SQL (see governance.plainsql).
+    rows = plainsql.select(
+        MemoryEntry,
+        _CURRENT_FOR_KEY_WHERE
+        + (" AND actor_handle = %s" if handle else " AND actor_handle IS NULL"),
+        [
+            plainsql.prep(MemoryEntry, "tenant", member.tenant_id),
+            member.pk,
+            scope_key,
+            category,
+            subject,
+            *_LIVE_ORDER,
+            *([handle] if handle else []),
+        ],
+        lock=True,
     )
     if not rows:
         return None

@@ -202,14 +202,19 @@ def test_default_encoder_is_loaded_once(encoder: embedding.Encoder) -> None:
     assert embedding.default_encoder() is embedding.default_encoder()
 
 
-def test_blas_thread_count_does_not_change_the_bits(encoder: embedding.Encoder) -> None:
-    """OpenBLAS splits a product by rows and columns, never along the summed axis, so a
-    recall embedded on one thread matches one embedded on two, bit for bit."""
+def test_blas_thread_count_changes_nothing_that_matters(encoder: embedding.Encoder) -> None:
+    """A given thread count gives the same bits every time (recall is deterministic), and
+    another thread count the same vector to float32 rounding. Bit equality across thread
+    counts depends on the CPU's OpenBLAS kernel (it held on an AVX-512 Xeon, not on an AMD
+    EPYC), so both paths run on one thread by default."""
     import numpy as np
 
     two = embedding.Encoder.load(query_threads=2, batch_threads=2, cache_size=0)
     one = embedding.Encoder.load(query_threads=1, batch_threads=1, cache_size=0)
     text = "which city did I relocate to for work?"
-    assert one.encode_one(text).tobytes() == two.encode_one(text).tobytes()
     texts = ["short", "a somewhat longer sentence to pad the batch with " * 3]
-    assert np.array_equal(one.encode(texts), two.encode(texts))
+    for enc in (one, two):
+        assert enc.encode_one(text).tobytes() == enc.encode_one(text).tobytes()
+        assert enc.encode(texts).tobytes() == enc.encode(texts).tobytes()
+    np.testing.assert_allclose(one.encode_one(text), two.encode_one(text), rtol=0, atol=2e-6)
+    np.testing.assert_allclose(one.encode(texts), two.encode(texts), rtol=0, atol=2e-6)

@@ -1,0 +1,120 @@
+"""Plain SQL for the few reads every API call makes.
+
+The ORM compiles a query afresh on every call, and for the small indexed lookups of the
+write and auth paths that compilation cost more CPU than PostgreSQL spent answering.
+These helpers build each statement once and hand rows back as ordinary model instances.
+Use them only for hot, simple lookups; everything else stays in the ORM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, TypeVar
+
+from django.db import connection, models
+
+M = TypeVar("M", bound=models.Model)
+
+
+@cache
+def _columns(model: type[models.Model]) -> tuple[str, tuple[str, ...]]:
+    fields = model._meta.concrete_fields
+    qn = connection.ops.quote_name
+    return ", ".join(qn(f.column) for f in fields), tuple(f.attname for f in fields)
+
+
+@cache
+def _statement(model: type[models.Model], where: str, suffix: str) -> str:
+    columns, _ = _columns(model)
+    return f"SELECT {columns} FROM {model._meta.db_table} WHERE {where} {suffix}"  # noqa: S608
+
+
+@cache
+def _converters(model: type[models.Model]) -> tuple[tuple[int, tuple[Any, ...], Any], ...]:
+    # What the ORM would apply to each column read (UUIDs from text on SQLite, JSON text).
+    out = []
+    for i, f in enumerate(model._meta.concrete_fields):
+        col = f.get_col(model._meta.db_table)
+        fns = tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection))
+        if fns:
+            out.append((i, fns, col))
+    return tuple(out)
+
+
+def _build(model: type[M], attnames: tuple[str, ...], row: Sequence[Any]) -> M:
+    values = list(row)
+    for i, fns, col in _converters(model):
+        value = values[i]
+        for fn in fns:
+            value = fn(value, col, connection)
+        values[i] = value
+    return model.from_db(connection.alias, attnames, values)
+
+
+def select(
+    model: type[M], where: str, params: Sequence[Any], *, suffix: str = "", lock: bool = False
+) -> list[M]:
+    """Rows of `model` matching `where` (a constant SQL fragment with %s placeholders).
+
+    `params` must already be database values (see `prep`). `lock` adds FOR UPDATE where
+    the database has it (SQLite serialises writers anyway).
+    """
+    if lock and connection.features.has_select_for_update:
+        suffix = f"{suffix} FOR UPDATE"
+    sql = _statement(model, where, suffix)
+    _, attnames = _columns(model)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(params))
+        rows = cursor.fetchall()
+    return [_build(model, attnames, row) for row in rows]
+
+
+def prep(model: type[models.Model], field: str, value: Any) -> Any:
+    """`value` as the database stores `model.field` (a UUID is text on SQLite)."""
+    return model._meta.get_field(field).get_db_prep_value(value, connection)
+
+
+def select_with_one(
+    model: type[M],
+    related: type[models.Model],
+    accessor: str,
+    where: str,
+    params: Sequence[Any],
+    *,
+    suffix: str = "",
+) -> list[M]:
+    """Like `select`, with each row's reverse one-to-one `accessor` (a `related` row whose
+    primary key is the link) fetched in the same query, as `select_related` would: reading
+    `row.<accessor>` raises DoesNotExist when there is none, and costs no query."""
+    sql = _joined_statement(model, related, where, suffix)
+    _, attnames = _columns(model)
+    _, related_attnames = _columns(related)
+    width = len(attnames)
+    cache_name = model._meta.get_field(accessor).cache_name
+    out = []
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(params))
+        rows = cursor.fetchall()
+    for row in rows:
+        obj = _build(model, attnames, row[:width])
+        rest = row[width:]
+        one = None if rest[0] is None else _build(related, related_attnames, rest)
+        obj._state.fields_cache[cache_name] = one
+        out.append(obj)
+    return out
+
+
+@cache
+def _joined_statement(
+    model: type[models.Model], related: type[models.Model], where: str, suffix: str
+) -> str:
+    qn = connection.ops.quote_name
+    base, joined = model._meta.db_table, related._meta.db_table
+    own = ", ".join(f"{base}.{qn(f.column)}" for f in model._meta.concrete_fields)
+    theirs = ", ".join(f"{joined}.{qn(f.column)}" for f in related._meta.concrete_fields)
+    link = f"{joined}.{qn(related._meta.pk.column)} = {base}.{qn(model._meta.pk.column)}"
+    return (
+        f"SELECT {own}, {theirs} FROM {base} LEFT JOIN {joined} ON {link} "  # noqa: S608
+        f"WHERE {where} {suffix}"
+    )
