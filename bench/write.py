@@ -66,6 +66,36 @@ def bench_env(db_url: str, var_dir: Path) -> dict[str, str]:
     return env
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of these processes so far (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def server_pids(master: int) -> list[int]:
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return [master, *map(int, children)]
+
+
+def database_pids(db_url: str) -> list[int]:
+    import psycopg
+
+    name = urlparse(db_url).path.lstrip("/")
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [name],
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
 def recreate_database(db_url: str) -> None:
     import psycopg
 
@@ -129,7 +159,9 @@ for i in range(20, 220):
     assert one(i).status_code == 201
 profiler.disable()
 out = io.StringIO()
-pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(60); pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(40)
+stats = pstats.Stats(profiler, stream=out)
+stats.sort_stats("cumulative").print_stats(60)
+stats.sort_stats("tottime").print_stats(40)
 print(out.getvalue())
 """
 
@@ -240,12 +272,18 @@ def main() -> None:
             )
             for c, member in enumerate(seed["members"])
         ]
+        # CPU actually spent per write, by the app and by PostgreSQL: a figure that, unlike
+        # wall-clock throughput, a busy neighbour on this shared machine barely moves.
+        app_pids, db_pids = server_pids(server.pid), database_pids(args.db)
+        app_cpu, db_cpu = cpu_seconds(app_pids), cpu_seconds(db_pids)
+        load = os.getloadavg()[0]
         started = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         elapsed = time.perf_counter() - started
+        app_cpu, db_cpu = cpu_seconds(app_pids) - app_cpu, cpu_seconds(db_pids) - db_cpu
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -264,6 +302,9 @@ def main() -> None:
         "writes_per_second": round(total / elapsed, 1),
         "p50_ms": round(statistics.median(ordered) * 1000, 2),
         "p95_ms": round(ordered[int(0.95 * (total - 1))] * 1000, 2),
+        "app_cpu_ms_per_write": round(1000 * app_cpu / max(total, 1), 2),
+        "db_cpu_ms_per_write": round(1000 * db_cpu / max(total, 1), 2),
+        "load_average_1m_before": round(load, 2),
         "audit_chain_ok": verify["ok"],
         "audit_events": verify["events"],
         "memory_rows": verify["rows"],
@@ -271,7 +312,10 @@ def main() -> None:
     print(
         f"{result['writes_per_second']} writes/s over {total} writes with {args.clients} "
         f"clients; p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms; errors "
-        f"{result['errors']}; audit chain {'verifies' if verify['ok'] else 'BROKEN'}"
+        f"{result['errors']}; audit chain {'verifies' if verify['ok'] else 'BROKEN'}; CPU per "
+        f"write: app {result['app_cpu_ms_per_write']} ms, PostgreSQL "
+        f"{result['db_cpu_ms_per_write']} ms; load average before "
+        f"{result['load_average_1m_before']}"
     )
     print(json.dumps(result))
     if args.profile:

@@ -25,7 +25,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
-from governance import keys
+from governance import keys, plainsql
 from governance.models import AuditEvent, AuditSeal
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ FORBIDDEN_PAYLOAD_KEYS = frozenset(
 MAX_PAYLOAD_STRING = 200
 # How far behind the newest sealed event the sealer looks for late commits.
 SEAL_LOOKBACK = 2_000
-REQUEST_SEAL_LOOKBACK = 200
+REQUEST_SEAL_LOOKBACK = 100
 
 
 class AuditPayloadError(ValueError):
@@ -135,7 +135,7 @@ def audit_record(
         payload=payload,
         occurred_at=occurred_at,
     )
-    event.save()
+    plainsql.insert(AuditEvent, [event])
     _request_seal_after_commit()
     return event
 
@@ -144,7 +144,7 @@ def audit_record_many(records: Iterable[Mapping[str, Any]]) -> list[AuditEvent]:
     """Record several events (keyword sets of `audit_record`) in one INSERT."""
     events = [_event(**fields) for fields in records]
     if events:
-        AuditEvent.objects.bulk_create(events)
+        plainsql.insert(AuditEvent, events)
         _request_seal_after_commit()
     return events
 
@@ -282,9 +282,12 @@ def _unsealed(*, full: bool, batch: int, lookback: int) -> list[tuple[int, Any, 
             ~Exists(AuditSeal.objects.filter(event=OuterRef("pk")))
         )
         return list(unsealed.order_by("seq").values_list(*columns)[:batch])
-    newest = AuditSeal.objects.aggregate(m=Max("event_seq"))["m"] or 0
-    floor = newest - lookback
-    sealed = set(AuditSeal.objects.filter(event_seq__gt=floor).values_list("event_seq", flat=True))
+    # The newest `lookback` seals hold every sealed seq above newest - lookback.
+    recent = list(
+        AuditSeal.objects.order_by("-event_seq").values_list("event_seq", flat=True)[:lookback]
+    )
+    floor = (recent[0] if recent else 0) - lookback
+    sealed = {seq for seq in recent if seq > floor}
     # Nothing after `newest` is sealed, so at most len(sealed) rows of the window are skipped.
     window = AuditEvent.objects.filter(seq__gt=floor).order_by("seq").values_list(*columns)
     return [row for row in window[: batch + len(sealed)] if row[0] not in sealed][:batch]

@@ -118,3 +118,48 @@ def _joined_statement(
         f"SELECT {own}, {theirs} FROM {base} LEFT JOIN {joined} ON {link} "  # noqa: S608
         f"WHERE {where} {suffix}"
     )
+
+
+def insert(model: type[models.Model], objs: Sequence[models.Model]) -> None:
+    """INSERT `objs` in one statement, every concrete field but an auto primary key.
+
+    Values go through each field's own preparation (JSON, UUIDs), as `save` would, and an
+    auto primary key is read back; no signals are sent, so use it for append-only rows.
+    """
+    if not objs:
+        return
+    fields = _insert_fields(model)
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = _insert_statement(model) + ", ".join([row] * len(objs))
+    params = [
+        f.get_db_prep_save(f.pre_save(obj, add=True), connection) for obj in objs for f in fields
+    ]
+    pk = model._meta.pk
+    auto = len(fields) < len(model._meta.concrete_fields)
+    if auto:
+        sql += f" RETURNING {connection.ops.quote_name(pk.column)}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        keys = [r[0] for r in cursor.fetchall()] if auto else []
+    # Both PostgreSQL and SQLite return the rows of a multi-row VALUES in order.
+    for obj, key in zip(objs, keys, strict=False):
+        setattr(obj, pk.attname, key)
+    for obj in objs:
+        obj._state.adding = False
+        obj._state.db = connection.alias
+
+
+@cache
+def _insert_fields(model: type[models.Model]) -> tuple[models.Field, ...]:
+    return tuple(
+        f
+        for f in model._meta.concrete_fields
+        if not (f.primary_key and isinstance(f, models.AutoField | models.BigAutoField))
+    )
+
+
+@cache
+def _insert_statement(model: type[models.Model]) -> str:
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(f.column) for f in _insert_fields(model))
+    return f"INSERT INTO {model._meta.db_table} ({columns}) VALUES "  # noqa: S608

@@ -203,7 +203,7 @@ IRIS_AUDIT_CHECKPOINT_PATH = Path(
     env_str("IRIS_AUDIT_CHECKPOINT_PATH") or VAR_DIR / "audit-checkpoints.jsonl"
 )
 # Seconds between opportunistic seals after commit in one process (0: seal after every commit).
-IRIS_AUDIT_SEAL_INTERVAL = float(env_str("IRIS_AUDIT_SEAL_INTERVAL", "0.5"))
+IRIS_AUDIT_SEAL_INTERVAL = float(env_str("IRIS_AUDIT_SEAL_INTERVAL", "1.0"))
 IRIS_IDEMPOTENCY_TTL_HOURS = env_int("IRIS_IDEMPOTENCY_TTL_HOURS", 24)
 # Recall's semantic term: jaccard (the spec's default), lexical (BM25) or hybrid (BM25 and the
 # offline MiniLM embedding; needs `make install-embeddings`).

@@ -8,20 +8,17 @@ an exhaustive run over every row (tests/memory/test_recall_fast_path.py proves i
    revision, lifecycle `active`, no active suppression, the adapter scopes the surface may
    consume, and the crisis frame (only `safety` rows, and only in a safety-critical
    context). Rows failing these could never be returned.
-2. **Lexical matches**: every row whose body may share a word with the query. LIKE
-   `%word%` is a superset for ASCII bodies (a stemmed term, less a final "y", is a
-   substring of the word it came from); bodies with any non-ASCII character are always
-   included, because Unicode case folding and NFKC can make words meet that LIKE would
-   miss. For `jaccard` and `lexical` every other row has semantic value 0; for `hybrid`
-   at most `1 - HYBRID_LEXICAL_WEIGHT` (the cosine share).
-3. **Recency scan**: the remaining rows by `COALESCE(last_referenced_at, updated_at)`
-   descending, in growing chunks. A row not yet seen scores at most
-   `0.4·recency(anchor of the last row seen) + 0.15 + 0.1 + 0.35·(its semantic bound)`;
-   the scan stops as soon as that bound is strictly below the k-th score `resolve` gives
-   over the rows seen so far (strictly: an equal score could still win the tie-break).
-4. **Cluster closure**: dedupe keeps the most recent row of a (category, actor, subject)
-   cluster, whatever its score, so an unseen low-scoring row could knock a returned one out.
-   Every row sharing (category, subject) with a seen row is fetched before each bound check.
+2. **Whole sets**, read once: on PostgreSQL with `lexical`/`hybrid`, the non-ASCII bodies
+   (the term index of migration 0003 holds only ASCII bodies' terms, Unicode folding is
+   Python's); otherwise every row that may share a word with the query (LIKE
+   `%fragment%`, plus every non-ASCII body).
+3. **Recency streams**: all gated rows by `COALESCE(last_referenced_at, updated_at)`
+   descending, and on PostgreSQL, when a bound needs it, the rows holding one query term in
+   the same order (GIN term index). Streams grow in doubling chunks until every term set an
+   unseen row could hold is bounded strictly below the k-th score (`_violated`).
+4. **Cluster closure**, in the same statement: every gated row sharing (category, subject)
+   with a fetched row and at least as recent, because dedupe keeps the most recent row of
+   a cluster whatever its score.
 
 Python gates (sensitive categories and interactions), dedupe, scoring and explaining then
 run in `resolve` on the survivors, as they would on every row.
@@ -36,6 +33,7 @@ the full counts. docs/performance.md, "Recall latency", records this.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,8 +41,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Avg, Count, Q, QuerySet
-from django.db.models.functions import Coalesce, Length
+from django.db.models import Q, QuerySet
 
 from consent.enums import Category
 from memory import recall, semantic
@@ -52,7 +49,6 @@ from memory.enums import Lifecycle, Origin
 from memory.lexical import CorpusStats, query_terms, terms
 from memory.models import MemoryEntry
 from memory.recall_models import MemoryEmbedding
-from memory.selectors import candidate_of
 
 FIRST_CHUNK = 48
 MAX_CHUNK = 4096
@@ -60,11 +56,34 @@ MAX_CHUNK = 4096
 # every body tokenised. Both paths are handed the same CorpusStats, so ranking is
 # identical; the estimate only shifts BM25's length normalisation slightly.
 CHARS_PER_TERM = 8.0
+# ... over this many of the member's most recently referenced gated rows: an average over
+# all of them costs a scan of every row (12 ms at 10k rows), a sample of 256 an index walk.
+LENGTH_SAMPLE = 256
+# Slack on the BM25 share bound: the bound is exact in real numbers, this covers float
+# rounding in the score it bounds.
+_BOUND_SLACK = 1e-9
 
 # The best the three non-semantic terms can do for a row with a given anchor: the most
 # references and the best origin.
 _BEST_REFERENCES = recall.REFERENCE_COUNT_SATURATION
 _BEST_ORIGIN = Origin.USER_STATED
+
+# The SQL below is assembled only from fixed fragments, column names and ints; every value
+# is a bound parameter (hence the S608 marks).
+_TABLE = MemoryEntry._meta.db_table
+_COLUMNS = (
+    "entry_id, revision_id, scope_kind, scope_key, category, body, subject, origin, "
+    "lifecycle, suppression_reason, suppression_started_at, suppression_ends_at, "
+    "suppression_notes, actor_handle, relationship_note, sensitive_interaction, "
+    "provenance_chain, reference_count, last_referenced_at, created_at, updated_at, revision"
+)
+_ANCHOR = "COALESCE(last_referenced_at, updated_at)"
+_ORDER = f"{_ANCHOR} DESC, entry_id"
+# Column positions in a fetched row (`_COLUMNS`, then the anchor and the stream tag).
+_ANCHOR_AT = 22
+_STREAM_AT = 23
+_WHOLE = -1  # rows fetched as a set (lexical matches, non-ASCII bodies)
+_CLOSURE = -2  # rows fetched by the cluster closure
 
 
 @dataclass
@@ -89,7 +108,8 @@ def base_rows(
     request: recall.RecallRequest, *, member: Any, adapter_scopes: Sequence[str] | None = None
 ) -> QuerySet[MemoryEntry]:
     """The member's rows that pass every gate the database can apply (caller has checked
-    that `member` belongs to `request.tenant_id`)."""
+    that `member` belongs to `request.tenant_id`). The ORM twin of `_gates_sql`, for
+    tests and reports."""
     keys = recall.reachable_scope_keys(request)
     now = request.now
     rows = MemoryEntry.objects.filter(
@@ -111,6 +131,43 @@ def base_rows(
     return rows
 
 
+def _gates_sql(
+    request: recall.RecallRequest, *, member: Any, adapter_scopes: Sequence[str] | None
+) -> tuple[str, list[Any]] | None:
+    """`base_rows` as a WHERE clause and its parameters; None when no row can pass.
+
+    `is_current AND lifecycle = 'active'` is spelled out, not bound, so the planner can
+    match the recall indexes' partial predicate.
+    """
+    if request.crisis_frame and not request.safety_critical_context:
+        return None
+    ops = connection.ops
+    keys = sorted(recall.reachable_scope_keys(request))
+    tenant = uuid.UUID(str(request.tenant_id))
+    sql = [
+        "tenant_id = %s AND member_id = %s AND is_current AND lifecycle = 'active'",
+        f"scope_key IN ({', '.join(['%s'] * len(keys))})",
+        "(suppression_reason IS NULL OR (suppression_ends_at IS NOT NULL "
+        "AND suppression_ends_at <= %s))",
+    ]
+    params: list[Any] = [
+        tenant if connection.vendor == "postgresql" else tenant.hex,
+        member.pk,
+        *keys,
+        ops.adapt_datetimefield_value(request.now),
+    ]
+    if adapter_scopes is not None:
+        scopes = sorted(adapter_scopes)
+        if not scopes:
+            return None
+        sql.append(f"adapter_scope IN ({', '.join(['%s'] * len(scopes))})")
+        params += scopes
+    if request.crisis_frame:
+        sql.append("category = %s")
+        params.append(Category.SAFETY.value)
+    return " AND ".join(sql), params
+
+
 def query_fragments(query: str, ranker_name: str = "jaccard") -> list[str]:
     """Substrings that every ASCII body word matching the query must contain.
 
@@ -125,42 +182,38 @@ def query_fragments(query: str, ranker_name: str = "jaccard") -> list[str]:
     return sorted(kept)
 
 
-def lexical_filter(
-    rows: QuerySet[MemoryEntry], member_id: int, query: str, ranker_name: str = "jaccard"
-) -> list[Any]:
-    """Querysets whose union holds every row that may share a word with `query` (a Jaccard
-    token for `jaccard`, a BM25 term for `lexical` and `hybrid`)."""
+def _non_ascii_sql() -> str:
+    if connection.vendor == "postgresql":
+        return "octet_length(body) <> char_length(body)"
+    return "length(CAST(body AS BLOB)) <> length(body)"
+
+
+def _match_sql(query: str, ranker_name: str) -> tuple[str, list[Any]] | None:
+    """Rows that may share a word with `query` (a Jaccard token for `jaccard`, a BM25 term
+    otherwise): LIKE `%fragment%` for ASCII bodies, and every non-ASCII body, because
+    Unicode case folding and NFKC can make words meet that LIKE would miss."""
     frags = query_fragments(query, ranker_name)
     if not frags:
-        return []
-    if connection.vendor == "postgresql":
-        # member_id repeated per arm so each arm is one scan of the (member_id, body) GIN
-        # trigram index; the arms are OR-ed by a BitmapOr.
-        arm = "(member_id = %s AND body ILIKE %s)"
-        # Only the fixed arm text is joined; every pattern and id is a bound parameter.
-        like = rows.extra(  # noqa: S610
-            where=["(" + " OR ".join([arm] * len(frags)) + ")"],
-            params=[p for f in frags for p in (member_id, f"%{f}%")],
-        )
-        wide = rows.extra(where=["octet_length(body) <> char_length(body)"])
-        return [like, wide]
-    arm = "body LIKE %s"
-    return [
-        rows.extra(  # noqa: S610  (fixed SQL, bound patterns)
-            where=[
-                "("
-                + " OR ".join([arm] * len(frags))
-                + " OR length(CAST(body AS BLOB)) <> length(body))"
-            ],
-            params=[f"%{f}%" for f in frags],
-        )
-    ]
+        return None
+    like = "body ILIKE %s" if connection.vendor == "postgresql" else "body LIKE %s"
+    sql = "(" + " OR ".join([like] * len(frags)) + f" OR {_non_ascii_sql()})"
+    return sql, [f"%{f}%" for f in frags]
+
+
+def _term_key(member: Any, term: str) -> str:
+    # The key `iris_recall_member_terms` indexes (migration 0003).
+    return f"{member.pk}:{term}"
+
+
+_TERM_SQL = "iris_recall_member_terms(member_id, body) @> ARRAY[%s]::text[]"
 
 
 def corpus_stats(rows: QuerySet[MemoryEntry], query: str, matches: Sequence[str]) -> CorpusStats:
-    """BM25 statistics of the gated rows: count and average length from one aggregate,
-    document frequencies of the query's terms from `matches` (bodies of every row that may
-    contain one of them)."""
+    """BM25 statistics of the gated rows, the slow way (kept for reports): count and
+    average length over every row, document frequencies from `matches`."""
+    from django.db.models import Avg, Count
+    from django.db.models.functions import Length
+
     agg = rows.aggregate(n=Count("pk"), chars=Avg(Length("body")))
     n = agg["n"] or 0
     avg_len = float(agg["chars"] or 0.0) / CHARS_PER_TERM
@@ -203,6 +256,167 @@ def _cap(request: recall.RecallRequest) -> int:
     return budget if request.limit is None else min(budget, request.limit)
 
 
+# --------------------------------------------------------------------------------------
+# Rows straight into Candidates
+
+
+class _Decoder:
+    """Raw database values to what `candidate_of` would build from a model instance."""
+
+    def __init__(self, *, tenant_id: str, user_id: str) -> None:
+        self.tenant_id = tenant_id
+        self.user_id = user_id
+        self.postgres = connection.vendor == "postgresql"
+        # SQLite hands datetimes over as text; its backend's converter makes them aware.
+        self._datetime = getattr(connection.ops, "convert_datetimefield_value", None)
+
+    def uuid(self, value: Any) -> uuid.UUID:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+
+    def moment(self, value: Any) -> datetime | None:
+        if value is None or self._datetime is None:
+            return value
+        return self._datetime(value, None, connection)
+
+    def candidate(self, row: Sequence[Any]) -> recall.Candidate:
+        moment = self.moment
+        raw_chain = row[16]
+        links = () if raw_chain in ("[]", []) else _chain(raw_chain)
+        suppression = None
+        if row[9]:
+            suppression = recall.Suppression(
+                reason=row[9],
+                started_at=moment(row[10]),  # type: ignore[arg-type]
+                ends_at=moment(row[11]),
+                notes=row[12],
+            )
+        multi_actor = None
+        if row[13] is not None:
+            multi_actor = recall.MultiActor(
+                actor_handle=row[13], relationship_note=row[14], sensitive_interaction=bool(row[15])
+            )
+        origin = row[7]
+        return recall.Candidate(
+            entry_id=str(self.uuid(row[0])),
+            tenant_id=self.tenant_id,
+            user_id=self.user_id,
+            scope_kind=row[2],
+            scope_key=row[3],
+            category=row[4],
+            body=row[5],
+            subject=row[6] or None,
+            origin=origin,
+            lifecycle=row[8],
+            suppression=suppression,
+            multi_actor=multi_actor,
+            provenance_chain=links,
+            reference_count=row[17],
+            last_referenced_at=moment(row[18]),
+            created_at=moment(row[19]),  # type: ignore[arg-type]
+            updated_at=moment(row[20]),  # type: ignore[arg-type]
+            revision=row[21],
+            external=recall.is_external(origin, links),
+        )
+
+
+def _chain(raw: Any) -> tuple[recall.ProvenanceLink, ...]:
+    links = json.loads(raw) if isinstance(raw, str) else raw
+    return tuple(
+        recall.ProvenanceLink(
+            kind=link["kind"],
+            ref=link["ref"],
+            captured_at=datetime.fromisoformat(link["capturedAt"]),
+        )
+        for link in links
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Streams: the member's gated rows in recency order, all of them or those holding a term
+
+
+@dataclass
+class _Stream:
+    tag: int
+    where: str  # "" for every gated row
+    params: list[Any]
+    chunk: int
+    weight: float = 0.0  # the term's share of the query's BM25 supremum
+    rows: int = 0  # how many gated rows the stream holds (the term's df)
+    after: tuple[Any, Any] | None = None  # raw (anchor, entry_id) of the last row read
+    anchor: datetime | None = None
+    exhausted: bool = False
+
+
+def _arm(gates: str, tag: int, where: str, limit: int | None, after: tuple[Any, Any] | None) -> str:
+    sql = f"SELECT {_COLUMNS}, {_ANCHOR} AS anchor, {int(tag)} AS stream FROM {_TABLE}"  # noqa: S608
+    sql += f" WHERE {gates}"
+    if where:
+        sql += f" AND {where}"
+    if after is not None:
+        sql += f" AND ({_ANCHOR} < %s OR ({_ANCHOR} = %s AND entry_id > %s))"
+    if limit is not None:
+        sql += f" ORDER BY {_ORDER} LIMIT {int(limit)}"
+    return sql
+
+
+def _statement(
+    gates: tuple[str, list[Any]], arms: list[tuple[int, str, list[Any], int | None, Any]]
+) -> tuple[str, list[Any]]:
+    """One round trip: the arms, plus the cluster closure of everything they return.
+
+    Dedupe keeps the most recent row of a (category, actor, subject) cluster whatever its
+    score, so an unseen row could knock a fetched one out: every gated row sharing
+    (category, subject) with a fetched row and at least as recent is fetched with it. That
+    is a superset of what can change a winner (only rows at least as recent as the newest
+    surviving row of the cluster can), so the pipeline's dedupe sees every row it must.
+    """
+    gate_sql, gate_params = gates
+    parts: list[str] = []
+    params: list[Any] = []
+    for i, (tag, where, where_params, limit, after) in enumerate(arms):
+        parts.append(f"SELECT * FROM ({_arm(gate_sql, tag, where, limit, after)}) AS arm{i}")  # noqa: S608
+        params += [*gate_params, *where_params]
+        if after is not None:
+            params += [after[0], after[0], after[1]]
+    pairs = (
+        "(SELECT category AS pc, subject AS ps, MIN(updated_at) AS since FROM picked "
+        "WHERE subject <> '' GROUP BY category, subject) AS pairs"
+    )
+    closure = f"SELECT {_COLUMNS}, {_ANCHOR} AS anchor, {_CLOSURE} AS stream FROM {_TABLE}"  # noqa: S608
+    match = "category = pairs.pc AND subject = pairs.ps AND updated_at >= pairs.since"
+    if connection.vendor == "postgresql":
+        # LATERAL: one probe of memory_conflict_lookup per pair, never a member scan.
+        closure = f"SELECT g.* FROM {pairs}, LATERAL ({closure} WHERE {gate_sql} AND {match}) AS g"  # noqa: S608
+    else:
+        closure = f"{closure} JOIN {pairs} ON {match} WHERE {gate_sql}"
+    sql = f"WITH picked AS ({' UNION ALL '.join(parts)}) SELECT * FROM picked UNION ALL {closure}"  # noqa: S608
+    return sql, [*params, *gate_params]
+
+
+def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _stats(gates: tuple[str, list[Any]], term_keys: Sequence[str]) -> tuple[int, float, list[int]]:
+    """(gated rows, estimated average length in terms, rows holding each term key)."""
+    gate_sql, gate_params = gates
+    parts = [
+        f"(SELECT COUNT(*) FROM {_TABLE} WHERE {gate_sql})",  # noqa: S608
+        f"(SELECT AVG(LENGTH(body)) FROM (SELECT body FROM {_TABLE} WHERE {gate_sql} "  # noqa: S608
+        f"ORDER BY {_ORDER} LIMIT {LENGTH_SAMPLE}) AS sample)",
+    ]
+    params = [*gate_params, *gate_params]
+    for key in term_keys:
+        parts.append(f"(SELECT COUNT(*) FROM {_TABLE} WHERE {gate_sql} AND {_TERM_SQL})")  # noqa: S608
+        params += [*gate_params, key]
+    row = _fetch("SELECT " + ", ".join(parts), params)[0]
+    chars = float(row[1] or 0.0)
+    return int(row[0] or 0), chars / CHARS_PER_TERM, [int(n) for n in row[2:]]
+
+
 def fast_resolve(
     request: recall.RecallRequest,
     *,
@@ -218,32 +432,72 @@ def fast_resolve(
     `prepare(query, candidates, corpus=, vectors=)` is the ranker (`semantic_for`); None
     means Jaccard.
     """
-    rows = base_rows(request, member=member, adapter_scopes=adapter_scopes)
-    user_id = str(member.public_id)
+    effective = ranker_name if prepare is not None else "jaccard"
+    bm25 = effective in ("lexical", "hybrid")
+    gates = _gates_sql(request, member=member, adapter_scopes=adapter_scopes)
+    if gates is None:
+        corpus = CorpusStats(0, 0.0, {}) if bm25 else None
+        return FastRecall(result=recall.resolve([], request), examined=0, rounds=1, corpus=corpus)
+
+    decoder = _Decoder(tenant_id=str(request.tenant_id), user_id=str(member.public_id))
     fetched: dict[str, recall.Candidate] = {}
     revision_of: dict[str, uuid.UUID] = {}
     examined = 0
-
-    def take(queryset: QuerySet[MemoryEntry]) -> list[MemoryEntry]:
-        nonlocal examined
-        got = list(queryset)
-        examined += len(got)
-        for entry in got:
-            key = str(entry.entry_id)
-            if key not in fetched:
-                fetched[key] = candidate_of(entry, user_id=user_id)
-                revision_of[key] = entry.revision_id
-        return got
-
-    effective = ranker_name if prepare is not None else "jaccard"
-    for queryset in lexical_filter(rows, member.pk, request.query, effective):
-        take(queryset)
-    # Bodies of every row that may hold a query term, once each: document frequencies.
-    match_bodies = {k: c.body for k, c in fetched.items()}
+    chunk = max(1, first_chunk)
+    everything = _Stream(tag=0, where="", params=[], chunk=chunk)
+    streams = [everything]
+    # Rows fetched as one set in the first round: with the term index, the non-ASCII
+    # bodies it does not hold; without it, every row that may share a word with the query.
+    whole: tuple[str, list[Any]] | None = None
+    qterms = query_terms(request.query) if bm25 else ()
+    by_terms = bm25 and connection.vendor == "postgresql"
 
     corpus: CorpusStats | None = None
-    if effective in ("lexical", "hybrid"):
-        corpus = corpus_stats(rows, request.query, list(match_bodies.values()))
+    df: dict[str, int] = {}
+    n_rows = 0
+    avg_len = 0.0
+    if by_terms:
+        keys = [_term_key(member, t) for t in qterms]
+        n_rows, avg_len, counts = _stats(gates, keys)
+        df = {t: n for t, n in zip(qterms, counts, strict=True) if n}
+        if qterms:
+            # The non-ASCII bodies, which the index keys as "<member>:" (migration 0003).
+            whole = (_TERM_SQL, [_term_key(member, "")])
+        for i, (t, key) in enumerate(zip(qterms, keys, strict=True)):
+            if df.get(t):
+                streams.append(
+                    _Stream(tag=i + 1, where=_TERM_SQL, params=[key], chunk=chunk, rows=df[t])
+                )
+    else:
+        whole = _match_sql(request.query, effective)
+        if bm25:
+            n_rows, avg_len, _ = _stats(gates, ())
+
+    def take(rows: list[tuple[Any, ...]]) -> list[recall.Candidate]:
+        nonlocal examined
+        examined += len(rows)
+        fresh: list[recall.Candidate] = []
+        for row in rows:
+            key = str(decoder.uuid(row[0]))
+            if key not in fetched:
+                c = decoder.candidate(row)
+                fetched[key] = c
+                revision_of[key] = decoder.uuid(row[1])
+                fresh.append(c)
+        return fresh
+
+    def advance(stream: _Stream, rows: list[tuple[Any, ...]]) -> None:
+        mine = [r for r in rows if r[_STREAM_AT] == stream.tag]
+        if len(mine) < stream.chunk:
+            stream.exhausted = True
+        if mine:
+            # The arm's order is anchor descending, then entry id: its last row is the
+            # least in that order (UNION ALL does not promise to keep the arm's order).
+            oldest = min(r[_ANCHOR_AT] for r in mine)
+            least = max((r for r in mine if r[_ANCHOR_AT] == oldest), key=lambda r: r[0])
+            stream.after = (oldest, least[0])
+            stream.anchor = decoder.moment(least[_ANCHOR_AT])
+        stream.chunk = min(stream.chunk * 2, MAX_CHUNK)
 
     vectors: dict[str, bytes] = {}
     # A row's semantic value depends only on (query, row, corpus), never on the pool
@@ -275,62 +529,114 @@ def fast_resolve(
 
         return cached
 
-    closed: set[tuple[str, str]] = set()
-
-    passes = recall.gatekeeper(request)
-
-    def close_clusters() -> None:
-        # Only a cluster row at least as recent as the newest *surviving* row seen can
-        # change which row wins (or tie with it), so older ones are never fetched. A pair
-        # with no survivor yet stays open: an unseen survivor there cannot reach the top k
-        # (the bound), nor knock a seen survivor out (there is none).
-        while True:
-            newest: dict[tuple[str, str], datetime] = {}
-            for c in fetched.values():
-                if c.subject and (str(c.category), c.subject) not in closed and passes(c) is None:
-                    pair = (str(c.category), c.subject)
-                    if pair not in newest or c.updated_at > newest[pair]:
-                        newest[pair] = c.updated_at
-            if not newest:
-                return
-            closed.update(newest)
-            match = Q()
-            for (category, subject), since in sorted(newest.items()):
-                match |= Q(category=category, subject=subject, updated_at__gte=since)
-            take(rows.filter(match))
-
     cap = _cap(request)
-    semantic_bound = nonmatch_semantic_bound(effective)
-    scan = rows.annotate(anchor=Coalesce("last_referenced_at", "updated_at")).order_by(
-        "-anchor", "entry_id"
-    )
-    last: tuple[datetime, uuid.UUID] | None = None
-    chunk = max(1, first_chunk)
-    exhausted = cap == 0
+    nonmatch = nonmatch_semantic_bound(effective)
+    # Term streams start only when a bound needs them: reading one costs a visit of every
+    # row holding the term, which for a common word is most of the member's rows.
+    grow: list[_Stream] = [everything]
     rounds = 0
     while True:
-        close_clusters()
+        arms: list[tuple[int, str, list[Any], int | None, Any]] = []
+        if rounds == 0 and whole is not None:
+            arms.append((_WHOLE, whole[0], whole[1], None, None))
+        for s in grow:
+            arms.append((s.tag, s.where, s.params, s.chunk, s.after))
+        sql, params = _statement(gates, arms)
+        rows = _fetch(sql, params)
+        fresh = take(rows)
+        for s in grow:
+            advance(s, rows)
+        if rounds == 0 and bm25:
+            # Document frequencies: the index counted the ASCII bodies; Python counts the
+            # rest (without the index, every body that may hold a query term).
+            # Every gated row holding a term arrives in this first round (the set arm is a
+            # superset of them), so counting over its fresh rows is exact.
+            wanted = set(qterms)
+            extra: dict[str, int] = {}
+            for c in fresh:
+                if by_terms and c.body.isascii():
+                    continue
+                for t in wanted.intersection(terms(c.body)):
+                    extra[t] = extra.get(t, 0) + 1
+            for t, n in extra.items():
+                df[t] = df.get(t, 0) + n
+            corpus = CorpusStats(
+                document_count=n_rows, average_length=avg_len, document_frequency=df
+            )
+        rounds += 1
         pool = sorted(fetched.values(), key=lambda c: c.entry_id)
         result = recall.resolve(pool, request, semantic=semantic_fn(pool))
-        rounds += 1
-        if exhausted:
+        if cap == 0 or everything.exhausted:
+            # Every gated row has been read (or none may be returned).
             break
-        if last is not None and len(result.entries) == cap:
-            if _bound(last[0], request.now, semantic_bound) < result.entries[-1].score:
-                break
-        page = scan
-        if last is not None:
-            page = scan.filter(Q(anchor__lt=last[0]) | Q(anchor=last[0], entry_id__gt=last[1]))
-        got = take(page[:chunk])
-        if len(got) < chunk:
-            exhausted = True
-        if got:
-            tail = got[-1]
-            last = (tail.last_referenced_at or tail.updated_at, tail.entry_id)
-        chunk = min(chunk * 2, MAX_CHUNK)
+        if len(result.entries) < cap:
+            grow = [everything]
+            continue
+        kth = result.entries[-1].score
+        grow = _violated(streams, kth, request.now, effective, corpus, qterms, nonmatch)
+        if not grow:
+            break
     return FastRecall(
         result=result, examined=examined, rounds=rounds, corpus=corpus, revision_of=revision_of
     )
+
+
+def _violated(
+    streams: list[_Stream],
+    kth: float,
+    now: datetime,
+    ranker_name: str,
+    corpus: CorpusStats | None,
+    qterms: Sequence[str],
+    nonmatch: float,
+) -> list[_Stream]:
+    """The streams to read further, none when no unseen row can reach the k-th score.
+
+    An unseen row comes after the last row read from the all-rows stream, and after the
+    last row read from the stream of every started term it holds (anchor order); a term
+    whose stream is exhausted is held by no unseen row. Its BM25 share is below the sum of
+    its terms' weights (`idf / sum(idf)`: each term adds `idf * tf(k1+1)/(tf+norm)`, less
+    than `idf * (k1+1)`). Sorting the live term streams by anchor (unstarted ones first,
+    as if at the top), the worst term sets are the prefixes; for each prefix whose bound
+    is not strictly below the k-th score, the rarest term's stream is read further (the
+    all-rows stream for the empty prefix), which pushes the bound down fastest per row.
+    """
+    everything = streams[0]
+    assert everything.anchor is not None
+    live = [s for s in streams[1:] if not s.exhausted]
+    for s in live:
+        s.weight = _weight(s, corpus, qterms)
+    unstarted = sorted((s for s in live if s.anchor is None), key=lambda s: (-s.rows, s.tag))
+    started = [s for s in live if s.anchor is not None]
+    started.sort(key=lambda s: s.anchor, reverse=True)  # type: ignore[arg-type,return-value]
+    live = unstarted + started
+    grow: dict[int, _Stream] = {}
+    share = 0.0
+    anchor = everything.anchor
+    for j in range(len(live) + 1):
+        if j:
+            s = live[j - 1]
+            share += s.weight
+            if s.anchor is not None and s.anchor < anchor:
+                anchor = s.anchor
+        if ranker_name == "lexical":
+            bound = share + _BOUND_SLACK
+        elif ranker_name == "hybrid":
+            weight = semantic.HYBRID_LEXICAL_WEIGHT
+            bound = weight * (share + _BOUND_SLACK) + (1.0 - weight)
+        else:
+            bound = nonmatch
+        if _bound(anchor, now, min(bound, 1.0)) >= kth:
+            pick = min(live[:j], key=lambda s: (s.rows, s.tag)) if j else everything
+            grow[pick.tag] = pick
+    return list(grow.values())
+
+
+def _weight(stream: _Stream, corpus: CorpusStats | None, qterms: Sequence[str]) -> float:
+    if corpus is None:
+        return 1.0
+    total = sum(corpus.idf(t) for t in qterms)
+    return corpus.idf(qterms[stream.tag - 1]) / total if total > 0.0 else 1.0
 
 
 def exhaustive_resolve(

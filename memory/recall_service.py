@@ -42,7 +42,7 @@ from governance.classify import classify_text
 from governance.egress import DEFAULT_TIER, egress_filter, parse_tier, tenant_allows_internal_cloud
 from governance.errors import Forbidden, ValidationFailed
 from governance.models import User
-from governance.pipeline import Effect, Hook, Operation, govern
+from governance.pipeline import Effect, Hook, Operation, govern, record_pending
 from governance.principal import Principal
 from governance.secrets_screen import scrub_outbound
 from memory import embedding, recall, recall_db, semantic
@@ -187,14 +187,14 @@ def _scope_fingerprint(scope_key: str) -> str:
 
 
 def _withhold(
-    result: recall.RecallResult, *, tier: str, tenant_id: uuid.UUID
+    result: recall.RecallResult, *, tier: str, internal_to_cloud: bool
 ) -> tuple[recall.RecallResult, dict[str, int], list[str]]:
     """The egress gate over the returned entries; withheld ones move into the counts."""
     gated = egress_filter(
         result.entries,
         tier=tier,
         classification_of=lambda e: classify_text(e.candidate.body),
-        tenant_opted_in_internal_cloud=tenant_allows_internal_cloud(tenant_id),
+        tenant_opted_in_internal_cloud=internal_to_cloud,
     )
     if not gated.withheld:
         classes = [classify_text(e.candidate.body).value for e in gated.allowed]
@@ -224,8 +224,9 @@ def recall_resolve(
 ) -> dict[str, Any]:
     """One governed recall for `member` (caller has resolved the member for `principal`).
 
-    Returns the wire answer. Writes one audit event, bumps the surfaced entries' reference
-    counts and records the recall history, in one transaction after the answer is built.
+    Returns the wire answer. Writes the governance decisions and one audit event, bumps
+    the surfaced entries' reference counts and records the recall history, all in one
+    transaction after the answer is built (a denial is still recorded at once, by `govern`).
     """
     now = now or timezone.now()
     request = build_request(principal=principal, member=member, ask=ask, now=now)
@@ -249,7 +250,9 @@ def recall_resolve(
             attributes={**attributes, **extra},
         )
 
-    govern(Hook.PRE_RECALL, operation())
+    # Allow decisions are queued and written with the recall's own records: one commit.
+    pending: list[dict[str, Any]] = []
+    govern(Hook.PRE_RECALL, operation(), pending=pending)
 
     name, prepare = ranker()
     adapter_scopes = (
@@ -262,15 +265,21 @@ def recall_resolve(
         ranker_name=name,
         prepare=prepare,
     )
-    result, withheld, classes = _withhold(fast.result, tier=tier, tenant_id=member.tenant_id)
-    govern(Hook.POST_RECALL, operation(classifications=classes))
+    # Asked once and handed to the egress check, which would otherwise ask at each hook.
+    internal_to_cloud = tenant_allows_internal_cloud(member.tenant_id)
+    result, withheld, classes = _withhold(
+        fast.result, tier=tier, internal_to_cloud=internal_to_cloud
+    )
+    checked = {"classifications": classes, "tenant_opted_in_internal_cloud": internal_to_cloud}
+    govern(Hook.POST_RECALL, operation(**checked), pending=pending)
 
     wire = recall.to_wire(result)
     for item in wire["entries"]:
         item["entry"]["body"] = scrub_outbound(item["entry"]["body"])
-    govern(Hook.PRE_RESPONSE, operation(classifications=classes))
+    govern(Hook.PRE_RESPONSE, operation(**checked), pending=pending)
 
     _record(
+        pending=pending,
         principal=principal,
         member=member,
         request=request,
@@ -288,6 +297,7 @@ def recall_resolve(
 
 def _record(
     *,
+    pending: list[dict[str, Any]],
     principal: Principal,
     member: User,
     request: recall.RecallRequest,
@@ -299,6 +309,7 @@ def _record(
     suppressed = sum(envelope.suppression_counts.values())
     now = request.now
     with transaction.atomic(durable=True):
+        record_pending(pending)
         audit_record(
             actor=principal.actor,
             action=AUDIT_ACTION,
@@ -324,9 +335,13 @@ def _record(
         if not result.entries:
             return
         revisions = [revision_of[e.candidate.entry_id] for e in result.entries]
-        MemoryEntry.objects.filter(
+        surfaced = MemoryEntry.objects.filter(
             tenant_id=member.tenant_id, member=member, revision_id__in=revisions, is_current=True
-        ).update(reference_count=F("reference_count") + 1, last_referenced_at=now)
+        )
+        # Lock in one fixed order first: two concurrent recalls of overlapping entries
+        # otherwise lock them in scan order and deadlock (seen under 8 clients).
+        list(surfaced.order_by("revision_id").select_for_update().values_list("pk", flat=True))
+        surfaced.update(reference_count=F("reference_count") + 1, last_referenced_at=now)
         RecallEvent.objects.bulk_create(
             [
                 RecallEvent(
