@@ -45,8 +45,8 @@ TARGETS = (1_000, 10_000, 50_000)
 FILLER_SIZE = 10_000
 # Bumped when the seeded shape changes, so a stale database is seeded again. 2: the bench
 # rows' adapter scope is one the assistant surface consumes (v1's was not, so every HTTP
-# recall it measured returned nothing).
-SEED_VERSION = 2
+# recall it measured returned nothing). 3: rows carry their stored recall terms.
+SEED_VERSION = 3
 
 FOODS = "coffee tea espresso matcha pasta sushi ramen tacos curry pizza salad bread cheese".split()
 PLACES = "berlin paris lisbon tokyo kyoto oslo madrid vienna prague boston denver austin".split()
@@ -149,6 +149,7 @@ def seed(rows: int) -> dict[str, object]:
     from governance.audit import Actor
     from governance.models import Tenant, User
     from governance.services import surface_client_create, tenant_create, user_create
+    from memory.models import recall_term_keys
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     actor = Actor("system", "bench")
@@ -187,7 +188,7 @@ def seed(rows: int) -> dict[str, object]:
         "revision_id entry_id revision is_current tenant_id member_id scope_kind scope_key "
         "scope_identifiers adapter_scope category body body_fingerprint subject origin "
         "lifecycle suppression_notes relationship_note sensitive_interaction consents "
-        "provenance_chain reference_count last_referenced_at created_at updated_at"
+        "provenance_chain reference_count last_referenced_at created_at updated_at recall_terms"
     ).split()
     origins = ["user-stated", "user-confirmed", "summarized-from-session", "model-inferred"]
     dsn = f"{PG}/{DB}"
@@ -243,6 +244,7 @@ def seed(rows: int) -> dict[str, object]:
                         referenced.isoformat() if referenced else "\\N",
                         updated.isoformat(),
                         updated.isoformat(),
+                        recall_term_keys(member.pk, body),
                     ]
                     buf.write("\t".join(row) + "\n")
                 with cur.copy(f"COPY memory_memoryentry ({', '.join(cols)}) FROM STDIN") as copy:

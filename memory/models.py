@@ -56,6 +56,28 @@ class RevisionQuerySet(models.QuerySet):
         return super().update(**kwargs)
 
 
+def recall_term_keys(member_id: Any, body: str) -> str:
+    """What `MemoryEntry.recall_terms` holds: the body's distinct BM25 terms (the very
+    `memory.lexical.terms` ranking uses), each keyed by the member ("42:coffee") so a GIN
+    lookup reads one member's postings only. A body that is not plain ASCII gets the
+    single key "42:" instead: recall always hands those rows to Python."""
+    from memory.lexical import terms
+
+    if not body.isascii():
+        return f"{member_id}:"
+    return " ".join(f"{member_id}:{t}" for t in sorted(set(terms(body))))
+
+
+class RecallTermsField(models.TextField):
+    """Filled from the row's own body and member whenever the row is inserted (`save`
+    and `bulk_create` alike); revisions are immutable, so it never goes stale."""
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> str:
+        value = recall_term_keys(model_instance.member_id, model_instance.body)  # type: ignore[attr-defined]
+        setattr(model_instance, self.attname, value)
+        return value
+
+
 class MemoryEntry(models.Model):
     """One revision of one memory entry (spec: "The MemoryEntry Contract").
 
@@ -111,6 +133,9 @@ class MemoryEntry(models.Model):
     last_referenced_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # Derived from `body` at insert, for recall's term index (PostgreSQL GIN, migration
+    # 0004); stemmed words of the body, so it goes wherever the body goes.
+    recall_terms = RecallTermsField(editable=False, blank=True, default="")
 
     objects = RevisionQuerySet.as_manager()
 

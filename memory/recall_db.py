@@ -201,11 +201,12 @@ def _match_sql(query: str, ranker_name: str) -> tuple[str, list[Any]] | None:
 
 
 def _term_key(member: Any, term: str) -> str:
-    # The key `iris_recall_member_terms` indexes (migration 0003).
+    # A key of `MemoryEntry.recall_terms` (see `memory.models.recall_term_keys`).
     return f"{member.pk}:{term}"
 
 
-_TERM_SQL = "iris_recall_member_terms(member_id, body) @> ARRAY[%s]::text[]"
+# The expression of the GIN index `memory_recall_terms` (migration 0004).
+_TERM_SQL = "string_to_array(recall_terms, ' ') @> ARRAY[%s]::text[]"
 
 
 def corpus_stats(rows: QuerySet[MemoryEntry], query: str, matches: Sequence[str]) -> CorpusStats:
