@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -566,3 +567,31 @@ def test_concurrent_writes_of_one_fact_store_one_entry(require_postgres, member)
         thread.join()
     assert sorted(outcomes) == ["already-known"] * 3 + ["created"]
     assert MemoryEntry.objects.filter(member=member).count() == 1
+
+
+# ------------------------------------------------------------------- recall term keys
+
+
+def test_each_revision_stores_its_recall_terms_from_its_own_body(ready) -> None:  # type: ignore[no-untyped-def]
+    """The term index holds exactly what the Python tokeniser makes of the body, keyed by
+    member, through save and bulk_create alike; a correction's revision gets new terms."""
+    from memory.lexical import terms
+    from memory.models import recall_term_keys
+
+    first = write(ready, "I walked the dogs to the bakeries", subject="walk").entry
+    expected = {f"{ready.pk}:{t}" for t in terms("I walked the dogs to the bakeries")}
+    assert set(first.recall_terms.split()) == expected
+    assert MemoryEntry.objects.get(pk=first.pk).recall_terms == first.recall_terms
+    second = memory_correct(
+        principal=as_member(ready),
+        member=ready,
+        entry_id=first.entry_id,
+        correction=Correction(body="Coffee at noon"),
+    ).entry
+    assert set(second.recall_terms.split()) == {f"{ready.pk}:coffee", f"{ready.pk}:noon"}
+    # Not plain ASCII: one key that sends the row to Python, which folds Unicode itself.
+    assert recall_term_keys(7, "Café au lait") == "7:"
+    clone = MemoryEntry.objects.get(pk=first.pk)
+    clone.revision_id, clone.entry_id, clone.recall_terms = uuid.uuid4(), uuid.uuid4(), "stale"
+    MemoryEntry.objects.bulk_create([clone])
+    assert MemoryEntry.objects.get(pk=clone.revision_id).recall_terms == first.recall_terms
