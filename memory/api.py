@@ -40,6 +40,7 @@ from memory.serializers import (
     OffTheRecordIn,
     OffTheRecordOut,
     UserIdIn,
+    entry_contract,
     off_the_record_contract,
 )
 
@@ -73,7 +74,7 @@ def _valid(serializer_class: type[serializers.Serializer], data: Any) -> seriali
 
 
 def _entry(entry: MemoryEntry, member: User) -> dict[str, Any]:
-    return MemoryEntryOut(entry, context={"member": member}).data
+    return entry_contract(entry, member=member)
 
 
 def _outcome(outcome: services.WriteOutcome, member: User, *, created: int) -> Response:
@@ -140,7 +141,7 @@ class MemoriesView(APIView):
         )
         return Response(
             {
-                "results": MemoryEntryOut(page.entries, many=True, context={"member": member}).data,
+                "results": [entry_contract(e, member=member) for e in page.entries],
                 "next": page.next_cursor,
             }
         )
@@ -232,9 +233,7 @@ class MemoryHistoryView(APIView):
         principal, member = _acting(request, request.query_params)
         _valid(UserIdIn, request.query_params)
         rows = selectors.memory_history(principal=principal, member=member, entry_id=entry_id)
-        return Response(
-            {"revisions": MemoryEntryOut(rows, many=True, context={"member": member}).data}
-        )
+        return Response({"revisions": [entry_contract(e, member=member) for e in rows]})
 
 
 class MemoryForgetView(APIView):

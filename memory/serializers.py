@@ -8,6 +8,7 @@ revision's `supersedes` names; see docs/decisions/memory.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -178,8 +179,68 @@ class MemoryEntryOut(serializers.Serializer):
 
 
 def entry_contract(entry: MemoryEntry, *, member: Any = None) -> dict[str, Any]:
-    """One revision as the wire's MemoryEntry (for pages, exports and tests)."""
-    return dict(MemoryEntryOut(entry, context={"member": member}).data)
+    """One revision as the wire's MemoryEntry: what `MemoryEntryOut` renders (it stays the
+    schema), written out by hand because every write answers with one and the serializer's
+    per-call field copies cost more than the write's own queries (tested equal in
+    tests/memory/test_roundtrip_fixture.py)."""
+    if member is not None and member.pk == entry.member_id:
+        user_id = str(member.public_id)
+    else:
+        user_id = str(entry.member.public_id)
+    suppression = None
+    if entry.suppression_reason is not None:
+        suppression = {
+            "reason": _text(entry.suppression_reason),
+            "startedAt": _moment(entry.suppression_started_at),
+            "endsAt": _moment(entry.suppression_ends_at),
+            "notes": _text(entry.suppression_notes),
+        }
+    multi_actor = None
+    if entry.actor_handle is not None:
+        multi_actor = {
+            "actorHandle": entry.actor_handle,
+            "relationshipNote": _text(entry.relationship_note),
+            "sensitiveInteraction": bool(entry.sensitive_interaction),
+        }
+    return {
+        "id": str(entry.entry_id),
+        "revisionId": str(entry.revision_id),
+        "tenantId": str(entry.tenant_id),
+        "userId": user_id,
+        "scope": {"kind": entry.scope_kind, **entry.scope_identifiers},
+        "scopeKey": _text(entry.scope_key),
+        "category": _text(entry.category),
+        "body": _text(entry.body),
+        "subject": entry.subject or None,
+        "origin": _text(entry.origin),
+        "lifecycle": _text(entry.lifecycle),
+        "suppression": suppression,
+        "multiActor": multi_actor,
+        "consents": [_picked(c, _CONSENT_KEYS) for c in entry.consents],
+        "provenanceChain": [_picked(link, _PROVENANCE_KEYS) for link in entry.provenance_chain],
+        "referenceCount": int(entry.reference_count),
+        "lastReferencedAt": _moment(entry.last_referenced_at),
+        "createdAt": _moment(entry.created_at),
+        "updatedAt": _moment(entry.updated_at),
+        "revision": int(entry.revision),
+        "supersedes": None if entry.supersedes is None else str(entry.supersedes),
+    }
+
+
+_CONSENT_KEYS = ("category", "grantedAt", "revokedAt", "source")
+_PROVENANCE_KEYS = ("kind", "ref", "capturedAt")
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _moment(value: datetime | None) -> str | None:
+    return None if value is None else rfc3339(value)
+
+
+def _picked(item: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {key: _text(item[key]) for key in keys}
 
 
 class MemoryPageOut(serializers.Serializer):

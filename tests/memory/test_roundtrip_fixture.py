@@ -187,3 +187,15 @@ def test_every_origin_lifecycle_sensitive_category_and_suppression_round_trips(
     }
     seen |= {entry["lifecycle"] for _, entry in written} | {paused["lifecycle"]}
     assert seen == {lc.value for lc in Lifecycle}
+
+    # The hand-written wire mapping is the schema serializer's output, for every revision
+    # this fixture stored (every origin, lifecycle, sensitive category, suppression, actor).
+    from memory.serializers import MemoryEntryOut, entry_contract
+
+    revisions = list(MemoryEntry.objects.filter(member=consenting).order_by("created_at"))
+    assert len(revisions) > len(written)
+    for revision in revisions:
+        by_hand = entry_contract(revision, member=consenting)
+        assert by_hand == dict(MemoryEntryOut(revision, context={"member": consenting}).data)
+        assert list(by_hand) == list(MemoryEntryOut().fields)
+        assert entry_contract(revision) == by_hand
