@@ -207,6 +207,8 @@ def _term_key(member: Any, term: str) -> str:
 
 # The expression of the GIN index `memory_recall_terms` (migration 0004).
 _TERM_SQL = "string_to_array(recall_terms, ' ') @> ARRAY[%s]::text[]"
+# The rows that index holds (its predicate); the gates test them again.
+_TERM_INDEXED = "is_current AND lifecycle = 'active'"
 
 
 def corpus_stats(rows: QuerySet[MemoryEntry], query: str, matches: Sequence[str]) -> CorpusStats:
@@ -350,7 +352,14 @@ class _Stream:
 
 
 def _arm(gates: str, tag: int, where: str, limit: int | None, after: tuple[Any, Any] | None) -> str:
-    sql = f"SELECT {_COLUMNS}, {_ANCHOR} AS anchor, {int(tag)} AS stream FROM {_TABLE}"  # noqa: S608
+    source = _TABLE
+    if where and where == _TERM_SQL:
+        # A term key names its member, which the planner cannot know: it multiplies the
+        # member's and the term's selectivities, expects a few dozen rows and filters the
+        # whole member instead of asking the term index. The fence makes it ask the index.
+        source = f"(SELECT * FROM {_TABLE} WHERE {where} AND {_TERM_INDEXED} OFFSET 0) AS term_rows"  # noqa: S608
+        where = ""
+    sql = f"SELECT {_COLUMNS}, {_ANCHOR} AS anchor, {int(tag)} AS stream FROM {source}"  # noqa: S608
     sql += f" WHERE {gates}"
     if where:
         sql += f" AND {where}"
@@ -377,7 +386,10 @@ def _statement(
     params: list[Any] = []
     for i, (tag, where, where_params, limit, after) in enumerate(arms):
         parts.append(f"SELECT * FROM ({_arm(gate_sql, tag, where, limit, after)}) AS arm{i}")  # noqa: S608
-        params += [*gate_params, *where_params]
+        # A fenced term arm names the term before the gates (see `_arm`).
+        params += (
+            [*where_params, *gate_params] if where == _TERM_SQL else [*gate_params, *where_params]
+        )
         if after is not None:
             params += [after[0], after[0], after[1]]
     pairs = (
@@ -387,8 +399,10 @@ def _statement(
     closure = f"SELECT {_COLUMNS}, {_ANCHOR} AS anchor, {_CLOSURE} AS stream FROM {_TABLE}"  # noqa: S608
     match = "category = pairs.pc AND subject = pairs.ps AND updated_at >= pairs.since"
     if connection.vendor == "postgresql":
-        # LATERAL: one probe of memory_conflict_lookup per pair, never a member scan.
-        closure = f"SELECT g.* FROM {pairs}, LATERAL ({closure} WHERE {gate_sql} AND {match}) AS g"  # noqa: S608
+        # LATERAL: one probe of memory_conflict_lookup per pair, never a member scan. OFFSET 0
+        # keeps the planner from flattening it into a hash join over the member's rows.
+        lateral = f"LATERAL ({closure} WHERE {gate_sql} AND {match} OFFSET 0) AS g"  # noqa: S608
+        closure = f"SELECT g.* FROM {pairs}, {lateral}"  # noqa: S608
     else:
         closure = f"{closure} JOIN {pairs} ON {match} WHERE {gate_sql}"
     sql = f"WITH picked AS ({' UNION ALL '.join(parts)}) SELECT * FROM picked UNION ALL {closure}"  # noqa: S608
@@ -411,8 +425,12 @@ def _stats(gates: tuple[str, list[Any]], term_keys: Sequence[str]) -> tuple[int,
     ]
     params = [*gate_params, *gate_params]
     for key in term_keys:
-        parts.append(f"(SELECT COUNT(*) FROM {_TABLE} WHERE {gate_sql} AND {_TERM_SQL})")  # noqa: S608
-        params += [*gate_params, key]
+        # Fenced like a term arm (see `_arm`), so the count asks the term index.
+        term_rows = (
+            f"(SELECT * FROM {_TABLE} WHERE {_TERM_SQL} AND {_TERM_INDEXED} OFFSET 0) AS term_rows"  # noqa: S608
+        )
+        parts.append(f"(SELECT COUNT(*) FROM {term_rows} WHERE {gate_sql})")  # noqa: S608
+        params += [key, *gate_params]
     row = _fetch("SELECT " + ", ".join(parts), params)[0]
     chars = float(row[1] or 0.0)
     return int(row[0] or 0), chars / CHARS_PER_TERM, [int(n) for n in row[2:]]
