@@ -31,6 +31,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, KeysView, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 
 K1 = 1.2
@@ -54,8 +55,12 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """Fold common English inflections; leaves short words, digits and derivations alone."""
+    """Fold common English inflections; leaves short words, digits and derivations alone.
+
+    Memoised: recall stems every word of every fetched body, and a member's vocabulary is
+    small next to the number of words it stems."""
     if len(word) <= 3 or not word.isalpha():
         return word
     if word.endswith("ies") and len(word) > 4:
