@@ -807,7 +807,8 @@ def _insert_revision(
         updated_at=now,
         **values,
     )
-    entry.save(force_insert=True)
+    # Every write inserts one: plain SQL (see governance.plainsql), no signals are used.
+    plainsql.insert(MemoryEntry, [entry])
     # With the hybrid ranker on, each revision's vector is computed at write time.
     from memory.recall_service import store_embeddings
 
