@@ -9,7 +9,7 @@ an exhaustive run over every row (tests/memory/test_recall_fast_path.py proves i
    consume, and the crisis frame (only `safety` rows, and only in a safety-critical
    context). Rows failing these could never be returned.
 2. **Whole sets**, read once: on PostgreSQL with `lexical`/`hybrid`, the non-ASCII bodies
-   (the term index of migration 0003 holds only ASCII bodies' terms, Unicode folding is
+   (the term index of migration 0004 holds only ASCII bodies' terms, Unicode folding is
    Python's); otherwise every row that may share a word with the query (LIKE
    `%fragment%`, plus every non-ASCII body).
 3. **Recency streams**: all gated rows by `COALESCE(last_referenced_at, updated_at)`
@@ -480,7 +480,7 @@ def fast_resolve(
         n_rows, avg_len, counts = _stats(gates, keys)
         df = {t: n for t, n in zip(qterms, counts, strict=True) if n}
         if qterms:
-            # The non-ASCII bodies, which the index keys as "<member>:" (migration 0003).
+            # The non-ASCII bodies, which the index keys as "<member>:" (migration 0004).
             whole = (_TERM_SQL, [_term_key(member, "")])
         for i, (t, key) in enumerate(zip(qterms, keys, strict=True)):
             if df.get(t):

@@ -1,12 +1,13 @@
-"""Recall's term index reads a stored column instead of a SQL copy of the tokeniser.
+"""Recall's term index, on a stored column rather than a SQL copy of the tokeniser.
 
-0003 indexed `iris_recall_member_terms(member_id, body)`, a PL/pgSQL re-implementation of
-`memory.lexical.terms`. When the planner chose to filter a scan with that function instead
-of using the index, it ran it row by row (about 0.3 ms a row: 1.6 s for one recall of a 1k
-member). Now each revision stores its own term keys, computed at insert by the Python
-`terms` itself (`memory.models.recall_term_keys`), and the GIN index is on
+A first draft of 0003 indexed `iris_recall_member_terms(member_id, body)`, a PL/pgSQL
+re-implementation of `memory.lexical.terms` (the DROPs below remove it where it was
+applied). When the planner filtered a scan with that function instead of using the index,
+it ran it row by row (about 0.3 ms a row: 1.6 s for one recall of a 1k member). Here each
+revision stores its own term keys, computed at insert by the Python `terms` itself
+(`memory.models.recall_term_keys`), and the GIN index is on
 `string_to_array(recall_terms, ' ')`, which costs microseconds a row however it is
-planned. There is one tokeniser again.
+planned. There is one tokeniser.
 """
 
 from django.db import migrations
