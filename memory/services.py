@@ -832,6 +832,15 @@ def _current(
     return entry
 
 
+def _relocked(principal: Principal, member: User, entry_id: uuid.UUID) -> MemoryEntry:
+    """Inside the change's transaction: take the member's lock, read the entry again (it
+    may have changed since it was governed) and refuse a forgotten one."""
+    _lock_member(member)
+    entry = _current(principal, member, entry_id)
+    _refuse_tombstoned(entry)
+    return entry
+
+
 def _refuse_tombstoned(entry: MemoryEntry) -> None:
     if entry.lifecycle == Lifecycle.TOMBSTONED:
         raise Conflict(
@@ -1722,9 +1731,7 @@ def memory_correct(
         text=_screened_text(new_body, correction.relationship_note or ""),
     )
     with transaction.atomic(durable=True):
-        _lock_member(member)
-        entry = _current(principal, member, entry.entry_id)
-        _refuse_tombstoned(entry)
+        entry = _relocked(principal, member, entry.entry_id)
         fields: dict[str, Any] = {
             "body": new_body,
             "category": new_category,
@@ -1790,9 +1797,7 @@ def memory_confirm(
         attributes={"memoryGate": gate.as_attributes()},
     )
     with transaction.atomic(durable=True):
-        _lock_member(member)
-        entry = _current(principal, member, entry.entry_id)
-        _refuse_tombstoned(entry)
+        entry = _relocked(principal, member, entry.entry_id)
         decision = evaluate_promotion(
             requested=True, explicit=True, distinct_sessions=0, sensitive=gate.sensitive
         )
@@ -1844,9 +1849,7 @@ def memory_forget(
         arguments={"entryId": str(entry.entry_id), "reasonCode": reason_code},
     )
     with transaction.atomic(durable=True):
-        _lock_member(member)
-        entry = _current(principal, member, entry.entry_id)
-        _refuse_tombstoned(entry)
+        entry = _relocked(principal, member, entry.entry_id)
         return _tombstone(principal, member, entry, now=now, reason_code=reason_code)
 
 
@@ -1881,9 +1884,7 @@ def memory_pause(
         text=notes or None,
     )
     with transaction.atomic(durable=True):
-        _lock_member(member)
-        entry = _current(principal, member, entry.entry_id)
-        _refuse_tombstoned(entry)
+        entry = _relocked(principal, member, entry.entry_id)
         if entry.lifecycle == Lifecycle.PAUSED:
             return WriteOutcome("not-written", "already-paused", entry=entry)
         if entry.lifecycle != Lifecycle.ACTIVE:
@@ -1927,9 +1928,7 @@ def memory_resume(
         arguments={"entryId": str(entry.entry_id)},
     )
     with transaction.atomic(durable=True):
-        _lock_member(member)
-        entry = _current(principal, member, entry.entry_id)
-        _refuse_tombstoned(entry)
+        entry = _relocked(principal, member, entry.entry_id)
         if entry.lifecycle == Lifecycle.ACTIVE:
             return WriteOutcome("not-written", "not-paused", entry=entry)
         if entry.lifecycle != Lifecycle.PAUSED:
@@ -2001,9 +2000,7 @@ def memory_change_scope(
         },
     )
     with transaction.atomic(durable=True):
-        _lock_member(member)
-        entry = _current(principal, member, entry.entry_id)
-        _refuse_tombstoned(entry)
+        entry = _relocked(principal, member, entry.entry_id)
         clash = _current_for_key(member, key, entry.category, entry.actor_handle, entry.subject)
         if clash is not None and clash.entry_id != entry.entry_id:
             raise Conflict(
