@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +43,7 @@ MAX_PAYLOAD_STRING = 200
 # How far behind the newest sealed event the sealer looks for late commits.
 SEAL_LOOKBACK = 2_000
 REQUEST_SEAL_LOOKBACK = 100
+SEAL_INSERT_ROWS = 1_000
 
 
 class AuditPayloadError(ValueError):
@@ -135,18 +138,51 @@ def audit_record(
         payload=payload,
         occurred_at=occurred_at,
     )
-    plainsql.insert(AuditEvent, [event])
-    _request_seal_after_commit()
+    _write([event])
     return event
 
 
 def audit_record_many(records: Iterable[Mapping[str, Any]]) -> list[AuditEvent]:
     """Record several events (keyword sets of `audit_record`) in one INSERT."""
     events = [_event(**fields) for fields in records]
-    if events:
-        plainsql.insert(AuditEvent, events)
-        _request_seal_after_commit()
+    _write(events)
     return events
+
+
+_batch = threading.local()
+
+
+@contextmanager
+def one_insert() -> Iterator[None]:
+    """Inside the caller's transaction: events recorded in the block are written together
+    by one INSERT when it ends, and not at all if it raises (so the transaction, which the
+    exception rolls back, loses nothing it would have kept). A nested block joins the
+    outer one. An event recorded inside a savepoint opened in the block is written at once,
+    so that rolling the savepoint back still takes the event with it."""
+    if getattr(_batch, "events", None) is not None:
+        yield
+        return
+    if not connection.in_atomic_block:
+        raise RuntimeError("one_insert belongs inside the operation's transaction")
+    _batch.events = []
+    _batch.depth = len(connection.savepoint_ids)
+    try:
+        yield
+        events = _batch.events
+    finally:
+        _batch.events = None
+    _write(events)
+
+
+def _write(events: list[AuditEvent]) -> None:
+    if not events:
+        return
+    queued = getattr(_batch, "events", None)
+    if queued is not None and len(connection.savepoint_ids) == _batch.depth:
+        queued.extend(events)
+        return
+    plainsql.insert(AuditEvent, events)
+    _request_seal_after_commit()
 
 
 def _event(
@@ -259,7 +295,10 @@ def seal_pending(
                     )
                 )
                 heads[chain] = (position + 1, link)
-            AuditSeal.objects.bulk_create(seals)
+            # Plain INSERTs (a seal runs after most requests); chunks keep under SQLite's
+            # limit on bound parameters.
+            for start in range(0, len(seals), SEAL_INSERT_ROWS):
+                plainsql.insert(AuditSeal, seals[start : start + SEAL_INSERT_ROWS])
             sealed = len(seals)
     except IntegrityError:
         # Another sealer won the race (SQLite has no advisory lock); it sealed these.

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
+from typing import Any
 
+from django.utils.functional import cached_property
 from rest_framework import serializers
 
 
@@ -15,3 +18,23 @@ class EnumField(serializers.ChoiceField):
             {"invalid_choice": f'"{{input}}" is not allowed; allowed values: {", ".join(values)}.'},
         )
         super().__init__(choices=values, **kwargs)
+
+
+class SharedFieldsInput:
+    """For input serializers that only validate `data=`.
+
+    DRF deep-copies every declared field for each serializer instance, which cost a write
+    more than its validation did. These serializers build their bound fields once per class
+    and thread and share them. Their fields are then bound to the first instance, so such a
+    serializer must not read `context`, `parent` or `partial`.
+    """
+
+    _shared = threading.local()
+
+    @cached_property
+    def fields(self) -> Any:
+        shared = self._shared.__dict__
+        key = type(self)
+        if key not in shared:
+            shared[key] = serializers.Serializer.fields.real_func(self)  # type: ignore[attr-defined]
+        return shared[key]

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from governance.fields import SharedFieldsInput
 from memory import recall, recall_service
 from memory.api import _acting, _valid
 from memory.enums import RecallSurface, ScopeKind
@@ -20,7 +21,7 @@ from memory.enums import RecallSurface, ScopeKind
 TAG = "memory"
 
 
-class RecallIn(serializers.Serializer):
+class RecallIn(SharedFieldsInput, serializers.Serializer):
     userId = serializers.UUIDField(required=False)
     scope = serializers.DictField(child=serializers.CharField(max_length=200), required=False)
     scopeKey = serializers.CharField(required=False, max_length=700)

@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from consent.enums import CATEGORY_CONSENT_PREFIX, ConsentType
 from consent.selectors import active_consent_types
-from governance.audit import audit_record
+from governance.audit import audit_record, one_insert
 from governance.classify import classify_text
 from governance.egress import DEFAULT_TIER, egress_filter, parse_tier, tenant_allows_internal_cloud
 from governance.errors import Forbidden, ValidationFailed
@@ -308,7 +308,7 @@ def _record(
     envelope = result.audit_envelope
     suppressed = sum(envelope.suppression_counts.values())
     now = request.now
-    with transaction.atomic(durable=True):
+    with transaction.atomic(durable=True), one_insert():
         record_pending(pending)
         audit_record(
             actor=principal.actor,

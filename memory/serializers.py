@@ -17,7 +17,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from consent.enums import SURFACES, AdapterScope, Category
-from governance.fields import EnumField
+from governance.fields import EnumField, SharedFieldsInput
 from memory.enums import Lifecycle, Origin, ProvenanceKind, ScopeKind, SuppressionReason
 from memory.masking import RELATIONSHIP_NOTE_MAX_LENGTH
 from memory.models import (
@@ -297,7 +297,7 @@ def off_the_record_contract(
 # ------------------------------------------------------------------------------- input
 
 
-class UserIdIn(serializers.Serializer):
+class UserIdIn(SharedFieldsInput, serializers.Serializer):
     userId = serializers.UUIDField(required=False)  # noqa: N815
 
 
@@ -320,7 +320,7 @@ class GovernedIn(UserIdIn):
         return context
 
 
-class MultiActorIn(serializers.Serializer):
+class MultiActorIn(SharedFieldsInput, serializers.Serializer):
     actorName = serializers.CharField(required=False, max_length=200, write_only=True)  # noqa: N815
     actorHandle = serializers.CharField(required=False, max_length=40)  # noqa: N815
     relationshipNote = serializers.CharField(  # noqa: N815
@@ -351,7 +351,7 @@ class MultiActorIn(serializers.Serializer):
         )
 
 
-class SuppressionIn(serializers.Serializer):
+class SuppressionIn(SharedFieldsInput, serializers.Serializer):
     reason = EnumField([r.value for r in SuppressionReason])
     startedAt = Rfc3339Field()  # noqa: N815
     endsAt = Rfc3339Field(required=False, allow_null=True, default=None)  # noqa: N815
@@ -360,7 +360,7 @@ class SuppressionIn(serializers.Serializer):
     )
 
 
-class ProvenanceLinkIn(serializers.Serializer):
+class ProvenanceLinkIn(SharedFieldsInput, serializers.Serializer):
     kind = EnumField([k.value for k in ProvenanceKind])
     ref = serializers.CharField(max_length=200)
     capturedAt = Rfc3339Field()  # noqa: N815

@@ -40,7 +40,7 @@ from consent.enums import (
 from consent.policy import ScopeMode, blueprint
 from consent.selectors import consent_overview
 from governance import keys, plainsql
-from governance.audit import audit_record
+from governance.audit import audit_record, one_insert
 from governance.effects import run_destructive
 from governance.errors import Conflict, NotFound, ValidationFailed
 from governance.idempotency import forget_subject
@@ -1023,8 +1023,8 @@ def memory_write(
         text=_screened_text(w.body, w.mention.relationship_note if w.mention else ""),
         pending=decided,
     )
-    with transaction.atomic(durable=True):
-        # The allow is on record in the same commit as what it allowed.
+    # The allow is on record in the same commit, and the same INSERT, as what it allowed.
+    with transaction.atomic(durable=True), one_insert():
         record_pending(decided)
         if gate.scope_mode == ScopeMode.EPHEMERAL:
             return WriteOutcome("not-written", "scope-ephemeral", notes=gate.scope_notes)

@@ -17,6 +17,7 @@ from governance.audit import (
     audit_record,
     chain_link,
     event_canonical,
+    one_insert,
     seal_pending,
     sha256_hex,
     verify_chain,
@@ -250,3 +251,62 @@ def test_unique_position_backstops_a_racing_sealer() -> None:
             chain_hash="x",
             sealed_at=seal.sealed_at,
         )
+
+
+def _one(code: str) -> AuditEvent:
+    return audit_record(actor=ACTOR, action="iris.test.batched", tenant_id=None, reason_code=code)
+
+
+def _batched_codes() -> list[str]:
+    return sorted(
+        AuditEvent.objects.filter(action="iris.test.batched").values_list("reason_code", flat=True)
+    )
+
+
+def test_one_insert_writes_the_block_s_events_together(django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
+    with transaction.atomic(), one_insert():
+        with django_assert_num_queries(0):
+            _one("a")
+            _one("b")
+            with one_insert():  # a nested block joins the outer one
+                _one("c")
+        assert _batched_codes() == []
+    assert _batched_codes() == ["a", "b", "c"]
+    seal_pending(blocking=True, full=True)
+    assert verify_chain().ok
+
+
+def test_one_insert_writes_nothing_when_its_block_raises() -> None:
+    with pytest.raises(RuntimeError, match="refused"), transaction.atomic():
+        with one_insert():
+            _one("lost")
+            raise RuntimeError("refused")
+    assert _batched_codes() == []
+
+
+def test_a_rolled_back_savepoint_takes_its_event_with_it() -> None:
+    with transaction.atomic(), one_insert():
+        _one("kept")
+        try:
+            with transaction.atomic():
+                _one("rolled-back")
+                raise IntegrityError("inner step failed")
+        except IntegrityError:
+            pass
+    assert _batched_codes() == ["kept"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_insert_needs_a_transaction() -> None:
+    with pytest.raises(RuntimeError, match="transaction"), one_insert():
+        pass  # pragma: no cover
+
+
+def test_a_seal_larger_than_one_insert_chunk_still_chains(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("governance.audit.SEAL_INSERT_ROWS", 7)
+    seal_pending(blocking=True, full=True)
+    before = AuditSeal.objects.count()
+    _record(20)
+    assert seal_pending(blocking=True, full=True) == 20
+    assert AuditSeal.objects.count() == before + 20
+    assert verify_chain().ok
