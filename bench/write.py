@@ -276,6 +276,7 @@ def main() -> None:
         # wall-clock throughput, a busy neighbour on this shared machine barely moves.
         app_pids, db_pids = server_pids(server.pid), database_pids(args.db)
         app_cpu, db_cpu = cpu_seconds(app_pids), cpu_seconds(db_pids)
+        client_cpu = cpu_seconds([os.getpid()])
         load = os.getloadavg()[0]
         started = time.perf_counter()
         for t in threads:
@@ -284,6 +285,7 @@ def main() -> None:
             t.join()
         elapsed = time.perf_counter() - started
         app_cpu, db_cpu = cpu_seconds(app_pids) - app_cpu, cpu_seconds(db_pids) - db_cpu
+        client_cpu = cpu_seconds([os.getpid()]) - client_cpu
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -304,6 +306,7 @@ def main() -> None:
         "p95_ms": round(ordered[int(0.95 * (total - 1))] * 1000, 2),
         "app_cpu_ms_per_write": round(1000 * app_cpu / max(total, 1), 2),
         "db_cpu_ms_per_write": round(1000 * db_cpu / max(total, 1), 2),
+        "client_cpu_ms_per_write": round(1000 * client_cpu / max(total, 1), 2),
         "load_average_1m_before": round(load, 2),
         "audit_chain_ok": verify["ok"],
         "audit_events": verify["events"],
@@ -314,7 +317,8 @@ def main() -> None:
         f"clients; p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms; errors "
         f"{result['errors']}; audit chain {'verifies' if verify['ok'] else 'BROKEN'}; CPU per "
         f"write: app {result['app_cpu_ms_per_write']} ms, PostgreSQL "
-        f"{result['db_cpu_ms_per_write']} ms; load average before "
+        f"{result['db_cpu_ms_per_write']} ms, load client "
+        f"{result['client_cpu_ms_per_write']} ms; load average before "
         f"{result['load_average_1m_before']}"
     )
     print(json.dumps(result))

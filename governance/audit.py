@@ -277,35 +277,58 @@ def seal_pending(
                 return 0
             chains = {_chain_of_tenant(tenant) for _, tenant, _ in events}
             heads = {seal.chain: (seal.position, seal.chain_hash) for seal in _chain_heads(chains)}
-            now = timezone.now()
-            seals = []
+            rows = []
             for seq, tenant, content_hash in events:
                 chain = _chain_of_tenant(tenant)
                 position, prev = heads.get(chain, (0, GENESIS))
                 link = chain_link(prev, content_hash)
-                seals.append(
-                    AuditSeal(
-                        chain=chain,
-                        position=position + 1,
-                        event_id=seq,
-                        event_seq=seq,
-                        prev_hash=prev,
-                        chain_hash=link,
-                        sealed_at=now,
-                    )
-                )
+                rows.append((chain, position + 1, seq, prev, link))
                 heads[chain] = (position + 1, link)
-            # Plain INSERTs (a seal runs after most requests); chunks keep under SQLite's
-            # limit on bound parameters.
-            for start in range(0, len(seals), SEAL_INSERT_ROWS):
-                plainsql.insert(AuditSeal, seals[start : start + SEAL_INSERT_ROWS])
-            sealed = len(seals)
+            _insert_seals(rows, timezone.now())
+            sealed = len(rows)
     except IntegrityError:
         # Another sealer won the race (SQLite has no advisory lock); it sealed these.
         return 0
     if sealed == batch:
         sealed += seal_pending(blocking=blocking, full=full, batch=batch, lookback=lookback)
     return sealed
+
+
+_SEAL_COLUMNS = "chain, position, event_id, event_seq, prev_hash, chain_hash, sealed_at"
+
+
+def _insert_seals(rows: list[tuple[str, int, int, str, str]], sealed_at: datetime) -> None:
+    """(chain, position, event seq, previous hash, chain hash) rows, in one statement.
+
+    A seal runs after most requests: on PostgreSQL five arrays make one fixed statement,
+    whatever the count, with no model instance per row.
+    """
+    if connection.vendor == "postgresql":
+        chains, positions, seqs, prevs, links = (list(c) for c in zip(*rows, strict=True))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {AuditSeal._meta.db_table} ({_SEAL_COLUMNS}) "  # noqa: S608
+                "SELECT c, p, s, s, h0, h1, %s FROM unnest("
+                "%s::varchar[], %s::bigint[], %s::bigint[], %s::varchar[], %s::varchar[]"
+                ") AS t(c, p, s, h0, h1)",
+                [sealed_at, chains, positions, seqs, prevs, links],
+            )
+        return
+    seals = [
+        AuditSeal(
+            chain=chain,
+            position=position,
+            event_id=seq,
+            event_seq=seq,
+            prev_hash=prev,
+            chain_hash=link,
+            sealed_at=sealed_at,
+        )
+        for chain, position, seq, prev, link in rows
+    ]
+    # Chunks keep under SQLite's limit on bound parameters.
+    for start in range(0, len(seals), SEAL_INSERT_ROWS):
+        plainsql.insert(AuditSeal, seals[start : start + SEAL_INSERT_ROWS])
 
 
 def _unsealed(*, full: bool, batch: int, lookback: int) -> list[tuple[int, Any, str]]:
