@@ -31,15 +31,21 @@ from types import MappingProxyType
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from consent.enums import CATEGORY_CONSENT_PREFIX, ConsentType
 from consent.selectors import active_consent_types
+from governance import plainsql
 from governance.audit import audit_record, one_insert
-from governance.classify import classify_text
-from governance.egress import DEFAULT_TIER, egress_filter, parse_tier, tenant_allows_internal_cloud
+from governance.classify import Tier, classify_text
+from governance.egress import (
+    DEFAULT_TIER,
+    egress_filter,
+    parse_tier,
+    tenant_allows_internal_cloud,
+)
 from governance.errors import Forbidden, ValidationFailed
 from governance.models import User
 from governance.pipeline import Effect, Hook, Operation, govern, record_pending
@@ -265,8 +271,9 @@ def recall_resolve(
         ranker_name=name,
         prepare=prepare,
     )
-    # Asked once and handed to the egress check, which would otherwise ask at each hook.
-    internal_to_cloud = tenant_allows_internal_cloud(member.tenant_id)
+    # Asked once and handed to the egress check, which would otherwise ask at each hook;
+    # only the cloud tier consults it (governance.classify.EGRESS_TABLE).
+    internal_to_cloud = tier == Tier.CLOUD.value and tenant_allows_internal_cloud(member.tenant_id)
     result, withheld, classes = _withhold(
         fast.result, tier=tier, internal_to_cloud=internal_to_cloud
     )
@@ -335,14 +342,10 @@ def _record(
         if not result.entries:
             return
         revisions = [revision_of[e.candidate.entry_id] for e in result.entries]
-        surfaced = MemoryEntry.objects.filter(
-            tenant_id=member.tenant_id, member=member, revision_id__in=revisions, is_current=True
-        )
-        # Lock in one fixed order first: two concurrent recalls of overlapping entries
-        # otherwise lock them in scan order and deadlock (seen under 8 clients).
-        list(surfaced.order_by("revision_id").select_for_update().values_list("pk", flat=True))
-        surfaced.update(reference_count=F("reference_count") + 1, last_referenced_at=now)
-        RecallEvent.objects.bulk_create(
+        _bump_references(member, revisions, now)
+        # Plain INSERT: every recall that returns anything writes these.
+        plainsql.insert(
+            RecallEvent,
             [
                 RecallEvent(
                     tenant_id=member.tenant_id,
@@ -357,7 +360,30 @@ def _record(
                     recalled_at=now,
                 )
                 for e in result.entries
-            ]
+            ],
+        )
+
+
+def _bump_references(member: User, revisions: list[uuid.UUID], now: datetime) -> None:
+    """One more reference for each surfaced revision that is still current (usage counters
+    are the columns a stored revision may change: memory.models.MUTABLE_REVISION_FIELDS)."""
+    table = MemoryEntry._meta.db_table
+    if connection.vendor != "postgresql":
+        # SQLite serialises writers; no row locks to order.
+        MemoryEntry.objects.filter(
+            tenant_id=member.tenant_id, member=member, revision_id__in=revisions, is_current=True
+        ).update(reference_count=F("reference_count") + 1, last_referenced_at=now)
+        return
+    # The rows are locked in one fixed order first: two concurrent recalls of overlapping
+    # entries otherwise lock them in scan order and deadlock (seen under 8 clients).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS m SET reference_count = m.reference_count + 1, "  # noqa: S608
+            "last_referenced_at = %s "
+            f"FROM (SELECT revision_id FROM {table} WHERE tenant_id = %s AND member_id = %s "
+            "AND revision_id = ANY(%s) AND is_current ORDER BY revision_id FOR UPDATE) AS l "
+            "WHERE m.revision_id = l.revision_id",
+            [now, member.tenant_id, member.pk, revisions],
         )
 
 

@@ -595,3 +595,19 @@ def test_each_revision_stores_its_recall_terms_from_its_own_body(ready) -> None:
     clone.revision_id, clone.entry_id, clone.recall_terms = uuid.uuid4(), uuid.uuid4(), "stale"
     MemoryEntry.objects.bulk_create([clone])
     assert MemoryEntry.objects.get(pk=clone.revision_id).recall_terms == first.recall_terms
+
+
+def test_recall_gin_indexes_have_no_pending_list(require_postgres) -> None:  # type: ignore[no-untyped-def]
+    # A pending list is read by every search (migration 0005 says why that hurt recall).
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, reloptions FROM pg_class WHERE relname IN "
+            "('memory_recall_terms', 'memory_recall_trgm') ORDER BY relname"
+        )
+        rows = cursor.fetchall()
+    assert rows == [
+        ("memory_recall_terms", ["fastupdate=off"]),
+        ("memory_recall_trgm", ["fastupdate=off"]),
+    ]

@@ -268,3 +268,48 @@ def test_the_member_page_shows_where_and_when_an_entry_was_recalled(
     page = member_api.get(f"/memory/{remembered[0]}/").content.decode()
     assert "No recalls recorded yet." not in page
     assert "by the assistant" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from django.db import connection
+
+    from memory.recall_service import RecallAsk, recall_resolve
+
+    grant_storage(member)
+    for body in ["I like my coffee black", "Coffee with oat milk", "Decaf coffee after six"]:
+        memory_write(principal=as_member(member), member=member, draft=draft(member, body))
+    ask_ = RecallAsk(
+        scope_kind="profile",
+        scope_identifiers={},
+        scope_key=None,
+        query=QUERY,
+        surface="assistant",
+        context="general",
+        destination_tier="local",
+    )
+    errors: list[BaseException] = []
+
+    def recall_some() -> None:
+        try:
+            for _ in range(5):
+                recall_resolve(principal=as_member(member), member=member, ask=ask_)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=recall_some) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    counts = MemoryEntry.objects.filter(member=member, is_current=True).values_list(
+        "reference_count", flat=True
+    )
+    # Every one of the 20 recalls surfaced all three entries, and no bump was lost.
+    assert sorted(counts) == [20, 20, 20]
+    assert RecallEvent.objects.filter(member=member).count() == 60
