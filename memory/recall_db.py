@@ -79,6 +79,15 @@ _COLUMNS = (
 )
 _ANCHOR = "COALESCE(last_referenced_at, updated_at)"
 _ORDER = f"{_ANCHOR} DESC, entry_id"
+# On PostgreSQL the moments come over as text: Django's timestamptz loader is Python and
+# cost ~9 us a value (about 2 ms of every 57-row round), `datetime.fromisoformat` 0.3 us.
+_PG_COLUMNS = (
+    "entry_id, revision_id, scope_kind, scope_key, category, body, subject, origin, "
+    "lifecycle, suppression_reason, suppression_started_at::text, suppression_ends_at::text, "
+    "suppression_notes, actor_handle, relationship_note, sensitive_interaction, "
+    "provenance_chain, reference_count, last_referenced_at::text, created_at::text, "
+    "updated_at::text, revision"
+)
 # Column positions in a fetched row (`_COLUMNS`, then the anchor and the stream tag).
 _ANCHOR_AT = 22
 _STREAM_AT = 23
@@ -277,7 +286,11 @@ class _Decoder:
         return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
 
     def moment(self, value: Any) -> datetime | None:
-        if value is None or self._datetime is None:
+        if value is None:
+            return None
+        if self.postgres:
+            return datetime.fromisoformat(value)
+        if self._datetime is None:
             return value
         return self._datetime(value, None, connection)
 
@@ -351,6 +364,13 @@ class _Stream:
     exhausted: bool = False
 
 
+def _selected() -> str:
+    """The columns, the anchor and (on PostgreSQL) the moments as text."""
+    if connection.vendor == "postgresql":
+        return f"{_PG_COLUMNS}, ({_ANCHOR})::text AS anchor"
+    return f"{_COLUMNS}, {_ANCHOR} AS anchor"
+
+
 def _arm(gates: str, tag: int, where: str, limit: int | None, after: tuple[Any, Any] | None) -> str:
     source = _TABLE
     if where and where == _TERM_SQL:
@@ -359,12 +379,14 @@ def _arm(gates: str, tag: int, where: str, limit: int | None, after: tuple[Any, 
         # whole member instead of asking the term index. The fence makes it ask the index.
         source = f"(SELECT * FROM {_TABLE} WHERE {where} AND {_TERM_INDEXED} OFFSET 0) AS term_rows"  # noqa: S608
         where = ""
-    sql = f"SELECT {_COLUMNS}, {_ANCHOR} AS anchor, {int(tag)} AS stream FROM {source}"  # noqa: S608
+    sql = f"SELECT {_selected()}, {int(tag)} AS stream FROM {source}"  # noqa: S608
     sql += f" WHERE {gates}"
     if where:
         sql += f" AND {where}"
     if after is not None:
-        sql += f" AND ({_ANCHOR} < %s OR ({_ANCHOR} = %s AND entry_id > %s))"
+        # The anchor read back is text on PostgreSQL: say what it is.
+        at = "%s::timestamptz" if connection.vendor == "postgresql" else "%s"
+        sql += f" AND ({_ANCHOR} < {at} OR ({_ANCHOR} = {at} AND entry_id > %s))"
     if limit is not None:
         sql += f" ORDER BY {_ORDER} LIMIT {int(limit)}"
     return sql
@@ -392,11 +414,13 @@ def _statement(
         )
         if after is not None:
             params += [after[0], after[0], after[1]]
+    # `picked` holds the moments as text on PostgreSQL (`_selected`).
+    since = "updated_at::timestamptz" if connection.vendor == "postgresql" else "updated_at"
     pairs = (
-        "(SELECT category AS pc, subject AS ps, MIN(updated_at) AS since FROM picked "
+        f"(SELECT category AS pc, subject AS ps, MIN({since}) AS since FROM picked "  # noqa: S608
         "WHERE subject <> '' GROUP BY category, subject) AS pairs"
     )
-    closure = f"SELECT {_COLUMNS}, {_ANCHOR} AS anchor, {_CLOSURE} AS stream FROM {_TABLE}"  # noqa: S608
+    closure = f"SELECT {_selected()}, {_CLOSURE} AS stream FROM {_TABLE}"  # noqa: S608
     match = "category = pairs.pc AND subject = pairs.ps AND updated_at >= pairs.since"
     if connection.vendor == "postgresql":
         # LATERAL: one probe of memory_conflict_lookup per pair, never a member scan. OFFSET 0
@@ -512,10 +536,14 @@ def fast_resolve(
         if mine:
             # The arm's order is anchor descending, then entry id: its last row is the
             # least in that order (UNION ALL does not promise to keep the arm's order).
-            oldest = min(r[_ANCHOR_AT] for r in mine)
-            least = max((r for r in mine if r[_ANCHOR_AT] == oldest), key=lambda r: r[0])
-            stream.after = (oldest, least[0])
-            stream.anchor = decoder.moment(least[_ANCHOR_AT])
+            anchors = [decoder.moment(r[_ANCHOR_AT]) for r in mine]
+            oldest = min(anchors)  # type: ignore[type-var]
+            least = max(
+                (r for r, a in zip(mine, anchors, strict=True) if a == oldest), key=lambda r: r[0]
+            )
+            # The raw value goes back as the next round's bound.
+            stream.after = (least[_ANCHOR_AT], least[0])
+            stream.anchor = oldest
         stream.chunk = min(stream.chunk * 2, MAX_CHUNK)
 
     vectors: dict[str, bytes] = {}

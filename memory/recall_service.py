@@ -196,14 +196,16 @@ def _withhold(
     result: recall.RecallResult, *, tier: str, internal_to_cloud: bool
 ) -> tuple[recall.RecallResult, dict[str, int], list[str]]:
     """The egress gate over the returned entries; withheld ones move into the counts."""
+    # Each body is scanned for credentials once, not once per use.
+    class_of = {e.candidate.entry_id: classify_text(e.candidate.body) for e in result.entries}
     gated = egress_filter(
         result.entries,
         tier=tier,
-        classification_of=lambda e: classify_text(e.candidate.body),
+        classification_of=lambda e: class_of[e.candidate.entry_id],
         tenant_opted_in_internal_cloud=internal_to_cloud,
     )
+    classes = [class_of[e.candidate.entry_id].value for e in gated.allowed]
     if not gated.withheld:
-        classes = [classify_text(e.candidate.body).value for e in gated.allowed]
         return result, {}, classes
     envelope = result.audit_envelope
     counts = dict(envelope.suppression_counts)
@@ -218,7 +220,7 @@ def _withhold(
             suppression_counts=MappingProxyType(dict(sorted(counts.items()))),
         ),
     )
-    return result, dict(gated.withheld), [classify_text(e.candidate.body).value for e in kept]
+    return result, dict(gated.withheld), classes
 
 
 def recall_resolve(
