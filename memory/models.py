@@ -56,16 +56,24 @@ class RevisionQuerySet(models.QuerySet):
         return super().update(**kwargs)
 
 
+# Sets a Jaccard token's key apart from a BM25 term's ("42:~walked" and "42:walk").
+JACCARD_MARK = "~"
+
+
 def recall_term_keys(member_id: Any, body: str) -> str:
-    """What `MemoryEntry.recall_terms` holds: the body's distinct BM25 terms (the very
-    `memory.lexical.terms` ranking uses), each keyed by the member ("42:coffee") so a GIN
-    lookup reads one member's postings only. A body that is not plain ASCII gets the
-    single key "42:" instead: recall always hands those rows to Python."""
+    """What `MemoryEntry.recall_terms` holds, each key prefixed by the member so a GIN
+    lookup reads one member's postings only: the body's distinct BM25 terms (the very
+    `memory.lexical.terms` ranking uses: "42:walk") and its Jaccard tokens (the very
+    `memory.recall.tokens`: "42:~walked"). A body that is not plain ASCII gets the single
+    key "42:" instead: recall always hands those rows to Python."""
     from memory.lexical import terms
+    from memory.recall import tokens
 
     if not body.isascii():
         return f"{member_id}:"
-    return " ".join(f"{member_id}:{t}" for t in sorted(set(terms(body))))
+    keys = {f"{member_id}:{t}" for t in terms(body)}
+    keys.update(f"{member_id}:{JACCARD_MARK}{t}" for t in tokens(body))
+    return " ".join(sorted(keys))
 
 
 class RecallTermsField(models.TextField):

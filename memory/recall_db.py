@@ -47,7 +47,7 @@ from consent.enums import Category
 from memory import recall, semantic
 from memory.enums import Lifecycle, Origin
 from memory.lexical import CorpusStats, query_terms, terms
-from memory.models import MemoryEntry
+from memory.models import JACCARD_MARK, MemoryEntry
 from memory.recall_models import MemoryEmbedding
 
 FIRST_CHUNK = 48
@@ -216,6 +216,9 @@ def _term_key(member: Any, term: str) -> str:
 
 # The expression of the GIN index `memory_recall_terms` (migration 0004).
 _TERM_SQL = "string_to_array(recall_terms, ' ') @> ARRAY[%s]::text[]"
+# Rows holding any of a list of keys (Jaccard's query tokens and the non-ASCII key).
+_ANY_KEY_SQL = "string_to_array(recall_terms, ' ') && %s::text[]"
+_INDEXED_ARMS = (_TERM_SQL, _ANY_KEY_SQL)
 # The rows that index holds (its predicate); the gates test them again.
 _TERM_INDEXED = "is_current AND lifecycle = 'active'"
 
@@ -373,7 +376,7 @@ def _selected() -> str:
 
 def _arm(gates: str, tag: int, where: str, limit: int | None, after: tuple[Any, Any] | None) -> str:
     source = _TABLE
-    if where and where == _TERM_SQL:
+    if where in _INDEXED_ARMS:
         # A term key names its member, which the planner cannot know: it multiplies the
         # member's and the term's selectivities, expects a few dozen rows and filters the
         # whole member instead of asking the term index. The fence makes it ask the index.
@@ -413,7 +416,9 @@ def _statement(
         parts.append(f"SELECT * FROM ({_arm(gate_sql, tag, where, limit, after)}) AS arm{i}")  # noqa: S608
         # A fenced term arm names the term before the gates (see `_arm`).
         params += (
-            [*where_params, *gate_params] if where == _TERM_SQL else [*gate_params, *where_params]
+            [*where_params, *gate_params]
+            if where in _INDEXED_ARMS
+            else [*gate_params, *where_params]
         )
         if after is not None:
             params += [after[0], after[0], after[1]]
@@ -514,6 +519,14 @@ def fast_resolve(
                 streams.append(
                     _Stream(tag=i + 1, where=_TERM_SQL, params=[key], chunk=chunk, rows=df[t])
                 )
+    elif effective == "jaccard" and connection.vendor == "postgresql":
+        # Every row sharing a Jaccard token with the query, from the term index (which
+        # also keys the tokens, migration 0006), plus the non-ASCII bodies.
+        qtokens = recall.tokens(request.query)
+        if qtokens:
+            wanted = [_term_key(member, "")]
+            wanted += [_term_key(member, JACCARD_MARK + t) for t in sorted(qtokens)]
+            whole = (_ANY_KEY_SQL, [wanted])
     else:
         whole = _match_sql(request.query, effective)
         if bm25:

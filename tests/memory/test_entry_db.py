@@ -577,10 +577,14 @@ def test_each_revision_stores_its_recall_terms_from_its_own_body(ready) -> None:
     member, through save and bulk_create alike; a correction's revision gets new terms."""
     from memory.lexical import terms
     from memory.models import recall_term_keys
+    from memory.recall import tokens
 
-    first = write(ready, "I walked the dogs to the bakeries", subject="walk").entry
-    expected = {f"{ready.pk}:{t}" for t in terms("I walked the dogs to the bakeries")}
+    body = "I walked the dogs to the bakeries"
+    first = write(ready, body, subject="walk").entry
+    expected = {f"{ready.pk}:{t}" for t in terms(body)}
+    expected |= {f"{ready.pk}:~{t}" for t in tokens(body)}
     assert set(first.recall_terms.split()) == expected
+    assert f"{ready.pk}:~walked" in expected and f"{ready.pk}:~the" in expected
     assert MemoryEntry.objects.get(pk=first.pk).recall_terms == first.recall_terms
     second = memory_correct(
         principal=as_member(ready),
@@ -588,7 +592,12 @@ def test_each_revision_stores_its_recall_terms_from_its_own_body(ready) -> None:
         entry_id=first.entry_id,
         correction=Correction(body="Coffee at noon"),
     ).entry
-    assert set(second.recall_terms.split()) == {f"{ready.pk}:coffee", f"{ready.pk}:noon"}
+    assert set(second.recall_terms.split()) == {
+        f"{ready.pk}:coffee",
+        f"{ready.pk}:noon",
+        f"{ready.pk}:~coffee",
+        f"{ready.pk}:~noon",
+    }
     # Not plain ASCII: one key that sends the row to Python, which folds Unicode itself.
     assert recall_term_keys(7, "Café au lait") == "7:"
     clone = MemoryEntry.objects.get(pk=first.pk)
@@ -597,17 +606,15 @@ def test_each_revision_stores_its_recall_terms_from_its_own_body(ready) -> None:
     assert MemoryEntry.objects.get(pk=clone.revision_id).recall_terms == first.recall_terms
 
 
-def test_recall_gin_indexes_keep_a_short_pending_list(require_postgres) -> None:  # type: ignore[no-untyped-def]
-    # A pending list is read by every search (migration 0005 says why a long one hurt).
+def test_the_term_index_keeps_a_short_pending_list_and_stands_alone(require_postgres) -> None:  # type: ignore[no-untyped-def]
+    # A pending list is read by every search (migration 0005 says why a long one hurt);
+    # the trigram and non-ASCII indexes it replaced are gone (migration 0006).
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT relname, reloptions FROM pg_class WHERE relname IN "
-            "('memory_recall_terms', 'memory_recall_trgm') ORDER BY relname"
+            "('memory_recall_terms', 'memory_recall_trgm', 'memory_recall_nonascii')"
         )
         rows = cursor.fetchall()
-    assert rows == [
-        ("memory_recall_terms", ["fastupdate=on", "gin_pending_list_limit=64"]),
-        ("memory_recall_trgm", ["fastupdate=on", "gin_pending_list_limit=64"]),
-    ]
+    assert rows == [("memory_recall_terms", ["fastupdate=on", "gin_pending_list_limit=64"])]
