@@ -45,8 +45,9 @@ TARGETS = (1_000, 10_000, 50_000)
 FILLER_SIZE = 10_000
 # Bumped when the seeded shape changes, so a stale database is seeded again. 2: the bench
 # rows' adapter scope is one the assistant surface consumes (v1's was not, so every HTTP
-# recall it measured returned nothing). 3: rows carry their stored recall terms.
-SEED_VERSION = 3
+# recall it measured returned nothing). 3: rows carry their stored recall terms. 4: and
+# their Jaccard tokens (migration 0006).
+SEED_VERSION = 4
 
 FOODS = "coffee tea espresso matcha pasta sushi ramen tacos curry pizza salad bread cheese".split()
 PLACES = "berlin paris lisbon tokyo kyoto oslo madrid vienna prague boston denver austin".split()

@@ -92,12 +92,18 @@ DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
-elif env_bool("IRIS_DB_SERVER_BINDING", True):
-    # Parameters bound by the server, so psycopg prepares a query after a few runs and
-    # PostgreSQL stops re-planning it (planning was most of the database's CPU per write).
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        server_side_binding=True, prepare_threshold=2
-    )
+else:
+    _pg = DATABASES["default"].setdefault("OPTIONS", {})
+    if env_bool("IRIS_DB_SERVER_BINDING", True):
+        # Parameters bound by the server, so psycopg prepares a query after a few runs and
+        # PostgreSQL stops re-planning it (planning was most of the database's CPU per write).
+        _pg.update(server_side_binding=True, prepare_threshold=2)
+    # Memory's working set is served from RAM: a random page costs about what a sequential
+    # one does, not PostgreSQL's default 4x. With 4.0 the planner read a 10k member's every
+    # row and sorted them where walking the recency index reads 96 (docs/performance.md).
+    # Empty to leave the server's value (e.g. behind a pooler that refuses `options`).
+    if _cost := env_str("IRIS_DB_RANDOM_PAGE_COST", "1.1"):
+        _pg["options"] = f"-c random_page_cost={float(_cost)}"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "governance.User"

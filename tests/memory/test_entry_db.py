@@ -618,3 +618,13 @@ def test_the_term_index_keeps_a_short_pending_list_and_stands_alone(require_post
         )
         rows = cursor.fetchall()
     assert rows == [("memory_recall_terms", ["fastupdate=on", "gin_pending_list_limit=64"])]
+
+
+def test_connections_plan_for_a_working_set_in_memory(require_postgres) -> None:  # type: ignore[no-untyped-def]
+    # iris_site/settings.py: with the default 4.0 a continued recall stream sorted the
+    # member's every row instead of walking the recency index.
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW random_page_cost")
+        assert cursor.fetchone() == ("1.1",)
