@@ -7,6 +7,9 @@ asking the connection's introspection for tables and columns.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 from django.db import connection
 
 # Column types that cannot hold text; everything else (text, varchar, json, uuid, bytes …)
@@ -69,3 +72,26 @@ def find_in_database(value: str) -> list[tuple[str, str]]:
             if cursor.fetchone() is not None:
                 hits.append((table, column))
     return hits
+
+
+def run_together(work: Callable[[], object], threads: int) -> list[BaseException]:
+    """Run `work` in `threads` threads released together, each on its own database
+    connection (closed after); returns what they raised."""
+    start = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            start.wait()
+            work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    running = [threading.Thread(target=run) for _ in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join()
+    return errors

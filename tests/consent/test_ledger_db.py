@@ -3,7 +3,6 @@ latest-wins, erasable without breaking the chain, and announcing cascading revoc
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -35,7 +34,7 @@ from governance.models import AuditEvent, SurfaceClient, User
 from governance.pipeline import Denied, HeldForApproval
 from governance.principal import Principal
 from governance.services import user_create
-from tests.helpers_db import find_in_database
+from tests.helpers_db import find_in_database, run_together
 
 pytestmark = pytest.mark.django_db
 
@@ -652,25 +651,11 @@ def test_an_erasure_asked_by_anyone_but_iris_waits_for_the_owner_and_then_resume
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_appends_never_share_a_position(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
-    errors: list[BaseException] = []
-    start = threading.Barrier(6)
-
     def writer() -> None:
-        try:
-            start.wait()
-            for _ in range(5):
-                grant(member, ConsentType.DATA_PROCESSING)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+        for _ in range(5):
+            grant(member, ConsentType.DATA_PROCESSING)
 
-    threads = [threading.Thread(target=writer) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert run_together(writer, threads=6) == []
     positions = list(
         ConsentEvent.objects.filter(member=member)
         .order_by("position")

@@ -38,7 +38,7 @@ from memory.services import (
     memory_write,
     off_the_record_set,
 )
-from tests.helpers_db import find_in_database
+from tests.helpers_db import find_in_database, run_together
 from tests.memory.helpers import (
     as_member,
     as_surface,
@@ -545,26 +545,13 @@ def test_recall_candidates_are_the_current_revisions(ready) -> None:  # type: ig
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_writes_of_one_fact_store_one_entry(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
-    import threading
-
-    from django.db import connection
-
     grant_storage(member)
-    barrier = threading.Barrier(4)
     outcomes: list[str] = []
 
     def worker() -> None:
-        try:
-            barrier.wait()
-            outcomes.append(write(member, "My lucky number is 7", category="fact").reason)
-        finally:
-            connection.close()
+        outcomes.append(write(member, "My lucky number is 7", category="fact").reason)
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    assert run_together(worker, threads=4) == []
     assert sorted(outcomes) == ["already-known"] * 3 + ["created"]
     assert MemoryEntry.objects.filter(member=member).count() == 1
 

@@ -11,6 +11,7 @@ from memory.models import MemoryEntry
 from memory.recall_models import RecallEvent
 from memory.recall_service import AUDIT_ACTION, POLICY_ID, recent_recalls
 from memory.services import memory_write
+from tests.helpers_db import run_together
 from tests.memory.helpers import as_member, draft, grant_storage
 
 URL = "/api/v1/recall"
@@ -272,10 +273,6 @@ def test_the_member_page_shows_where_and_when_an_entry_was_recalled(
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
-    import threading
-
-    from django.db import connection
-
     from memory.recall_service import RecallAsk, recall_resolve
 
     grant_storage(member)
@@ -290,23 +287,12 @@ def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, memb
         context="general",
         destination_tier="local",
     )
-    errors: list[BaseException] = []
 
     def recall_some() -> None:
-        try:
-            for _ in range(5):
-                recall_resolve(principal=as_member(member), member=member, ask=ask_)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+        for _ in range(5):
+            recall_resolve(principal=as_member(member), member=member, ask=ask_)
 
-    threads = [threading.Thread(target=recall_some) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert run_together(recall_some, threads=4) == []
     counts = MemoryEntry.objects.filter(member=member, is_current=True).values_list(
         "reference_count", flat=True
     )
