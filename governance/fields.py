@@ -25,8 +25,9 @@ class SharedFieldsInput:
 
     DRF deep-copies every declared field for each serializer instance, which cost a write
     more than its validation did. These serializers build their bound fields once per class
-    and thread and share them. Their fields are then bound to the first instance, so such a
-    serializer must not read `context`, `parent` or `partial`.
+    and thread and share them. The fields are bound to a blank instance (so no request's
+    data stays reachable from them), so such a serializer must not read `context`, `parent`
+    or `partial`.
     """
 
     _shared = threading.local()
@@ -36,5 +37,6 @@ class SharedFieldsInput:
         shared = self._shared.__dict__
         key = type(self)
         if key not in shared:
-            shared[key] = serializers.Serializer.fields.real_func(self)  # type: ignore[attr-defined]
+            blank = key()
+            shared[key] = serializers.Serializer.fields.real_func(blank)  # type: ignore[attr-defined]
         return shared[key]

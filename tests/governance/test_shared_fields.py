@@ -27,6 +27,15 @@ def test_instances_share_one_field_set_per_thread() -> None:
     assert first.fields is second.fields
 
 
+def test_no_request_s_data_stays_reachable_from_the_shared_fields() -> None:
+    serializer = MemoryWriteIn(data=_payload(body="A canary body 5f1e"))
+    assert serializer.is_valid(), serializer.errors
+    root = serializer.fields["body"].root
+    assert root is not serializer
+    assert not hasattr(root, "initial_data")
+    assert "5f1e" not in repr(vars(root))
+
+
 def test_errors_and_data_belong_to_their_own_instance() -> None:
     bad = MemoryWriteIn(data=_payload(body="", category="not-a-category"))
     good = MemoryWriteIn(data=_payload(multiActor={"actorName": "Sam"}))
