@@ -402,6 +402,7 @@ def start_server(env: dict[str, str], ranker: str) -> tuple[subprocess.Popen[byt
             "2",
             "--threads",
             "4",
+            "--preload",  # as deployed (README): the app, and any model, loaded once
             "--log-level",
             "warning",
         ],

@@ -249,6 +249,7 @@ def main() -> None:
         str(args.workers),
         "--threads",
         str(args.threads),
+        "--preload",  # as deployed (README): the app, and any model, loaded once
         "--log-level",
         "warning",
     ]

@@ -6,3 +6,9 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "iris_site.settings")
 application = get_wsgi_application()
+
+# Before the first request: with the hybrid ranker on, the model is loaded and warmed here
+# (under gunicorn --preload, once in the master, its weights then shared by the workers).
+from memory.recall_service import warm_up  # noqa: E402
+
+warm_up()

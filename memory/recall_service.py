@@ -408,6 +408,16 @@ def recent_recalls(
 # Embeddings at write time
 
 
+def warm_up() -> bool:
+    """Load and warm the embedding model when the hybrid ranker is configured, so that no
+    request pays for it (a first encode at a new text length cost 50-500 ms). Called when
+    the web app starts; returns whether there was anything to warm."""
+    if ranker_name() != "hybrid" or not embedding.available():
+        return False
+    embedding.default_encoder().warm_up()
+    return True
+
+
 def store_embeddings(entries: Iterable[MemoryEntry], *, now: datetime | None = None) -> int:
     """Store the embedding of each revision when the hybrid ranker is configured and the
     model is installed; otherwise do nothing. Returns how many vectors were written.

@@ -50,3 +50,14 @@ def test_hybrid_recall_finds_a_paraphrased_memory_over_the_api(hybrid, member, s
     assert response.status_code == 200, response.content
     [top] = response.json()["entries"]
     assert "Lisbon" in top["entry"]["body"]
+
+
+def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings) -> None:  # type: ignore[no-untyped-def]
+    from memory.recall_service import warm_up
+
+    settings.IRIS_RECALL_SEMANTIC = "lexical"
+    assert warm_up() is False
+    need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
+    settings.IRIS_RECALL_SEMANTIC = "hybrid"
+    assert warm_up() is True
+    assert embedding._default is not None
