@@ -93,6 +93,9 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
 else:
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # The stock backend, with a health check that sends no query (iris_site/postgresql).
+        DATABASES["default"]["ENGINE"] = "iris_site.postgresql"
     _pg = DATABASES["default"].setdefault("OPTIONS", {})
     if env_bool("IRIS_DB_SERVER_BINDING", True):
         # Parameters bound by the server, so psycopg prepares a query after a few runs and
