@@ -159,45 +159,47 @@ def test_fast_path_equals_the_exhaustive_pipeline(member, other_member, data) ->
         transaction.set_rollback(True)
 
 
-@pytest.mark.django_db
-def test_the_scan_stops_early_on_many_old_rows(member) -> None:  # type: ignore[no-untyped-def]
+def _profile_row(member: Any, i: int, body: str, updated: datetime, **extra: Any) -> MemoryEntry:
+    """Row `i` of a member's profile: active, current, one revision."""
     uid = str(member.public_id)
-    rows = []
-    for i in range(300):
-        updated = NOW - timedelta(days=i)
-        rows.append(
-            MemoryEntry(
-                revision_id=uuid.uuid4(),
-                entry_id=uuid.UUID(int=i + 1),
-                revision=1,
-                is_current=True,
-                tenant_id=member.tenant_id,
-                member=member,
-                scope_kind="profile",
-                scope_key=f"profile:{uid}",
-                scope_identifiers={"userId": uid},
-                adapter_scope="assistant_profile",
-                category="preference",
-                body=f"note number {i}" + (" coffee" if i % 50 == 7 else ""),
-                body_fingerprint=f"{i:064d}",
-                subject="",
-                origin="user-stated",
-                lifecycle="active",
-                consents=[],
-                provenance_chain=[],
-                reference_count=0,
-                created_at=updated,
-                updated_at=updated,
-            )
-        )
-    MemoryEntry.objects.bulk_create(rows)
-    request = recall.RecallRequest(
+    fields: dict[str, Any] = {
+        "origin": "user-stated",
+        "reference_count": 0,
+        "created_at": updated,
+        "updated_at": updated,
+        **extra,
+    }
+    return MemoryEntry(
+        revision_id=uuid.uuid4(),
+        entry_id=uuid.UUID(int=i + 1),
+        revision=1,
+        is_current=True,
+        tenant_id=member.tenant_id,
+        member=member,
+        scope_kind="profile",
+        scope_key=f"profile:{uid}",
+        scope_identifiers={"userId": uid},
+        adapter_scope="assistant_profile",
+        category="preference",
+        body=body,
+        body_fingerprint=f"{i:064d}",
+        subject="",
+        lifecycle="active",
+        consents=[],
+        provenance_chain=[],
+        **fields,
+    )
+
+
+def _profile_request(member: Any, query: str, surface: str) -> recall.RecallRequest:
+    uid = str(member.public_id)
+    return recall.RecallRequest(
         tenant_id=str(member.tenant_id),
         user_id=uid,
         scope_kind="profile",
         scope_key=f"profile:{uid}",
-        query="coffee",
-        surface="shell",
+        query=query,
+        surface=surface,
         context="general",
         crisis_frame=False,
         safety_critical_context=False,
@@ -207,6 +209,21 @@ def test_the_scan_stops_early_on_many_old_rows(member) -> None:  # type: ignore[
         limit=None,
         now=NOW,
     )
+
+
+@pytest.mark.django_db
+def test_the_scan_stops_early_on_many_old_rows(member) -> None:  # type: ignore[no-untyped-def]
+    rows = [
+        _profile_row(
+            member,
+            i,
+            f"note number {i}" + (" coffee" if i % 50 == 7 else ""),
+            NOW - timedelta(days=i),
+        )
+        for i in range(300)
+    ]
+    MemoryEntry.objects.bulk_create(rows)
+    request = _profile_request(member, "coffee", "shell")
     fast = recall_db.fast_resolve(request, member=member, first_chunk=8)
     full = recall_db.exhaustive_resolve(request, member=member)
     assert _entries(fast.result) == _entries(full)
@@ -217,62 +234,30 @@ def test_the_scan_stops_early_on_many_old_rows(member) -> None:  # type: ignore[
 def test_a_common_term_is_read_by_walking_recency_and_a_rare_one_by_its_index(
     require_postgres, member
 ) -> None:  # type: ignore[no-untyped-def]
-    # recall_db._choose_access: "coffee" is in most rows, so its stream walks the recency
-    # index testing each row; "tea" is in a few, so its stream asks the term index. Either
-    # way the answer must be the exhaustive pipeline's.
+    # recall_db._choose_access: "coffee" is in most rows, so its stream's first chunk walks
+    # the recency index testing each row; "tea" is in a few, so its stream asks the term
+    # index. Either way the answer must be the exhaustive pipeline's.
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    uid = str(member.public_id)
     rows = []
     for i in range(240):
-        updated = NOW - timedelta(hours=7 * i)
         words = ["coffee"] * (i % 5 != 0) + ["tea"] * (i % 40 == 3) + [f"note{i % 17}"]
         rows.append(
-            MemoryEntry(
-                revision_id=uuid.uuid4(),
-                entry_id=uuid.UUID(int=i + 1),
-                revision=1,
-                is_current=True,
-                tenant_id=member.tenant_id,
-                member=member,
-                scope_kind="profile",
-                scope_key=f"profile:{uid}",
-                scope_identifiers={"userId": uid},
-                adapter_scope="assistant_profile",
-                category="preference",
-                body=" ".join(words),
-                body_fingerprint=f"{i:064d}",
-                subject="",
+            _profile_row(
+                member,
+                i,
+                " ".join(words),
+                NOW - timedelta(hours=7 * i),
                 origin=list(recall.ORIGIN_WEIGHTS)[i % 6],
-                lifecycle="active",
-                consents=[],
-                provenance_chain=[],
                 reference_count=i % 13,
                 last_referenced_at=NOW - timedelta(hours=5 * ((i * 37) % 240)),
-                created_at=updated,
-                updated_at=updated,
             )
         )
     MemoryEntry.objects.bulk_create(rows)
     prepare = semantic.semantic_for("lexical")
     for query in ("coffee tea", "coffee", "tea note3", "coffee note5 tea"):
-        request = recall.RecallRequest(
-            tenant_id=str(member.tenant_id),
-            user_id=uid,
-            scope_kind="profile",
-            scope_key=f"profile:{uid}",
-            query=query,
-            surface="assistant",
-            context="general",
-            crisis_frame=False,
-            safety_critical_context=False,
-            consented_categories=frozenset(),
-            multi_actor_sensitive_consent=False,
-            dsar_fulfillment=False,
-            limit=None,
-            now=NOW,
-        )
+        request = _profile_request(member, query, "assistant")
         with CaptureQueriesContext(connection) as seen:
             fast = recall_db.fast_resolve(
                 request, member=member, ranker_name="lexical", prepare=prepare, first_chunk=2
