@@ -151,30 +151,40 @@ def _gates_sql(
     if request.crisis_frame and not request.safety_critical_context:
         return None
     ops = connection.ops
+    postgres = connection.vendor == "postgresql"
     keys = sorted(recall.reachable_scope_keys(request))
     tenant = uuid.UUID(str(request.tenant_id))
     sql = [
         "tenant_id = %s AND member_id = %s AND is_current AND lifecycle = 'active'",
-        f"scope_key IN ({', '.join(['%s'] * len(keys))})",
+        _one_of("scope_key", len(keys)),
         "(suppression_reason IS NULL OR (suppression_ends_at IS NOT NULL "
         "AND suppression_ends_at <= %s))",
     ]
     params: list[Any] = [
-        tenant if connection.vendor == "postgresql" else tenant.hex,
+        tenant if postgres else tenant.hex,
         member.pk,
-        *keys,
+        *([keys] if postgres else keys),
         ops.adapt_datetimefield_value(request.now),
     ]
     if adapter_scopes is not None:
         scopes = sorted(adapter_scopes)
         if not scopes:
             return None
-        sql.append(f"adapter_scope IN ({', '.join(['%s'] * len(scopes))})")
-        params += scopes
+        sql.append(_one_of("adapter_scope", len(scopes)))
+        params += [scopes] if postgres else scopes
     if request.crisis_frame:
         sql.append("category = %s")
         params.append(Category.SAFETY.value)
     return " AND ".join(sql), params
+
+
+def _one_of(column: str, count: int) -> str:
+    """`column` is one of a list. On PostgreSQL the list is one array parameter: the gates
+    recur in every arm, and a statement of more than 50 parameters is parsed afresh by
+    psycopg each time (its cache's limit) and its text varies with the list's length."""
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s)"
+    return f"{column} IN ({', '.join(['%s'] * count)})"
 
 
 def query_fragments(query: str, ranker_name: str = "jaccard") -> list[str]:
