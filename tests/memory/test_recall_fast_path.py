@@ -270,3 +270,31 @@ def test_a_common_term_is_read_by_walking_recency_and_a_rare_one_by_its_index(
         if query.startswith("coffee"):
             sql = " ".join(q["sql"] for q in seen.captured_queries)
             assert "strpos(" in sql, query
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reads_reuse_generic_plans_and_leave_the_connection_as_it_was(
+    require_postgres, member
+) -> None:  # type: ignore[no-untyped-def]
+    # recall_db.fast_resolve: planning was a third of the database's time at 1k.
+    from django.db import connection
+
+    rows = [_profile_row(member, i, f"coffee note {i}", NOW - timedelta(days=i)) for i in range(30)]
+    MemoryEntry.objects.bulk_create(rows)
+    modes: list[str] = []
+
+    def spy(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        modes.append(connection.connection.execute("SHOW plan_cache_mode").fetchone()[0])
+        return execute(sql, params, many, context)
+
+    request = _profile_request(member, "coffee", "assistant")
+    prepare = semantic.semantic_for("lexical")
+    with connection.execute_wrapper(spy):
+        fast = recall_db.fast_resolve(
+            request, member=member, ranker_name="lexical", prepare=prepare
+        )
+    assert len(_entries(fast.result)) == 12
+    assert modes and set(modes[1:]) == {"force_generic_plan"}, modes  # after the SET LOCAL
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "auto"
