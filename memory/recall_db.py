@@ -630,9 +630,12 @@ def _fast_resolve(
 
     cap = _cap(request)
     nonmatch = nonmatch_semantic_bound(effective)
-    # Term streams start only when a bound needs them: reading one costs a visit of every
-    # row holding the term, which for a common word is most of the member's rows.
-    grow: list[_Stream] = [everything]
+    # Every term stream starts in the first round: until a term's stream has started, an
+    # unseen row may hold it, and the bound almost never lets the scan stop without them
+    # (a second round trip and pass of `resolve` on most recalls). A first chunk is cheap
+    # either way: a common term's walks the recency index (`_choose_access`), a rare
+    # term's reads its few rows from the term index.
+    grow: list[_Stream] = list(streams)
     rounds = 0
     while True:
         arms: list[tuple[int, str, list[Any], int | None, Any]] = []
