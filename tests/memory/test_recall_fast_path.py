@@ -298,3 +298,11 @@ def test_the_reads_reuse_generic_plans_and_leave_the_connection_as_it_was(
     with connection.cursor() as cursor:
         cursor.execute("SHOW plan_cache_mode")
         assert cursor.fetchone()[0] == "auto"
+
+
+@pytest.mark.parametrize(
+    ("gated", "chunk"),
+    [(0, 24), (947, 24), (4_800, 24), (9_524, 47), (20_000, 100), (47_464, 128), (10**6, 128)],
+)
+def test_the_first_chunk_grows_with_the_member(gated: int, chunk: int) -> None:
+    assert recall_db._first_chunk(gated) == chunk
