@@ -105,6 +105,16 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def fragments(query: Iterable[str]) -> list[str]:
+    """Substrings of which every plain-ASCII word whose term is in `query` holds one.
+
+    `stem` only cuts a word short, except that "-ies"/"-ied" become "y": a term, less a
+    final "y", is a substring of each word it stems from. A fragment inside another is
+    implied by it; only the shorter is kept."""
+    frags = {t[:-1] if t.endswith("y") and len(t) > 1 else t for t in query}
+    return sorted(f for f in frags if not any(o != f and o in f for o in frags))
+
+
 def query_terms(text: str) -> tuple[str, ...]:
     """A query's distinct terms, in first-seen order (deterministic iteration)."""
     return tuple(dict.fromkeys(terms(text)))

@@ -46,7 +46,7 @@ from django.db.models import Q, QuerySet
 from consent.enums import Category
 from memory import recall, semantic
 from memory.enums import Lifecycle, Origin
-from memory.lexical import CorpusStats, query_terms, terms
+from memory.lexical import CorpusStats, fragments, query_terms, terms
 from memory.models import JACCARD_MARK, MemoryEntry
 from memory.recall_models import MemoryEmbedding
 
@@ -82,7 +82,7 @@ _ORDER = f"{_ANCHOR} DESC, entry_id"
 # On PostgreSQL the moments come over as text: Django's timestamptz loader is Python and
 # cost ~9 us a value (about 2 ms of every 57-row round), `datetime.fromisoformat` 0.3 us.
 _PG_COLUMNS = (
-    "entry_id, revision_id, scope_kind, scope_key, category, body, subject, origin, "
+    "entry_id::text, revision_id, scope_kind, scope_key, category, body, subject, origin, "
     "lifecycle, suppression_reason, suppression_started_at::text, suppression_ends_at::text, "
     "suppression_notes, actor_handle, relationship_note, sensitive_interaction, "
     "provenance_chain, reference_count, last_referenced_at::text, created_at::text, "
@@ -194,8 +194,8 @@ def query_fragments(query: str, ranker_name: str = "jaccard") -> list[str]:
     of the word except that "-ies"/"-ied" become "y": dropping a final "y" covers that.
     """
     frags = set(recall.tokens(query)) if ranker_name not in ("lexical", "hybrid") else set()
-    for term in query_terms(query) if ranker_name != "jaccard" else ():
-        frags.add(term[:-1] if term.endswith("y") and len(term) > 1 else term)
+    if ranker_name != "jaccard":
+        frags.update(fragments(query_terms(query)))
     # A fragment inside another is implied by it; keep the shorter one only.
     kept = [f for f in frags if not any(o != f and o in f for o in frags)]
     return sorted(kept)
@@ -300,6 +300,11 @@ class _Decoder:
         # SQLite hands datetimes over as text; its backend's converter makes them aware.
         self._datetime = getattr(connection.ops, "convert_datetimefield_value", None)
 
+    def entry_id(self, value: Any) -> str:
+        # PostgreSQL sends the entry id as text (`_PG_COLUMNS`), already in `str(UUID)`
+        # form; SQLite keeps 32 hex digits.
+        return value if self.postgres else str(self.uuid(value))
+
     def uuid(self, value: Any) -> uuid.UUID:
         return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
 
@@ -331,7 +336,7 @@ class _Decoder:
             )
         origin = row[7]
         return recall.Candidate(
-            entry_id=str(self.uuid(row[0])),
+            entry_id=self.entry_id(row[0]),
             tenant_id=self.tenant_id,
             user_id=self.user_id,
             scope_kind=row[2],
@@ -576,7 +581,7 @@ def _fast_resolve(
         examined += len(rows)
         fresh: list[recall.Candidate] = []
         for row in rows:
-            key = str(decoder.uuid(row[0]))
+            key = decoder.entry_id(row[0])
             if key not in fetched:
                 c = decoder.candidate(row)
                 fetched[key] = c

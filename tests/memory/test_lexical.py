@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.lexical import K1, B, Bm25Index, CorpusStats, query_terms, stem, terms
+from memory.lexical import K1, B, Bm25Index, CorpusStats, fragments, query_terms, stem, terms
 
 DOCS = {
     "d1": "I moved to Lisbon in March for a job at a bakery.",
@@ -184,3 +184,28 @@ def test_inverted_index_scores_equal_direct_scores_exactly(docs: list[str], quer
         assert direct >= 0.0
     for value in index.normalised_scores(query).values():
         assert 0.0 <= value < 1.0
+
+
+_ROOTS = ["stud", "plan", "run", "cop", "agre", "bak", "carr", "mov", "fly", "box", "7", "y"]
+_SUFFIXES = ["", "s", "es", "y", "ies", "ied", "ed", "ing", "e", "ning", "ned", "ee", "ss"]
+_ascii_word = st.builds(
+    lambda r, s, upper: (r + s).upper() if upper else r + s,
+    st.sampled_from(_ROOTS),
+    st.sampled_from(_SUFFIXES),
+    st.booleans(),
+)
+_ascii_text = st.lists(_ascii_word, max_size=6).map(" ".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=_ascii_text, query=_ascii_text)
+def test_an_ascii_body_without_a_fragment_holds_no_query_term(body: str, query: str) -> None:
+    # memory.semantic.lexical_values skips tokenising such bodies: their score is 0.
+    q = query_terms(query)
+    if not any(f in body.lower() for f in fragments(q)):
+        assert not set(terms(body)) & set(q)
+
+
+def test_fragments_drop_a_final_y_and_keep_the_shorter_of_nested_ones() -> None:
+    assert fragments(["study", "stud", "box"]) == ["box", "stud"]
+    assert fragments(["7", "plan"]) == ["7", "plan"]
