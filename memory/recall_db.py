@@ -548,7 +548,6 @@ def _fast_resolve(
     if by_terms:
         keys = [_term_key(member, t) for t in qterms]
         n_rows, avg_len, counts = _stats(gates, keys)
-        chunk = _first_chunk(n_rows) if first_chunk is None else max(1, first_chunk)
         df = {t: n for t, n in zip(qterms, counts, strict=True) if n}
         if qterms:
             # The non-ASCII bodies, which the index keys as "<member>:" (migration 0004).
@@ -556,9 +555,7 @@ def _fast_resolve(
         for i, (t, key) in enumerate(zip(qterms, keys, strict=True)):
             if df.get(t):
                 streams.append(
-                    _Stream(
-                        tag=i + 1, where=_TERM_SQL, params=[key], chunk=chunk, key=key, rows=df[t]
-                    )
+                    _Stream(tag=i + 1, where=_TERM_SQL, params=[key], chunk=1, key=key, rows=df[t])
                 )
     elif effective == "jaccard" and connection.vendor == "postgresql":
         # Every row sharing a Jaccard token with the query, from the term index (which
@@ -572,9 +569,12 @@ def _fast_resolve(
         whole = _match_sql(request.query, effective)
         if bm25:
             n_rows, avg_len, _ = _stats(gates, ())
-    if not by_terms:
-        chunk = FIRST_CHUNK if first_chunk is None else max(1, first_chunk)
-    everything.chunk = chunk
+    if first_chunk is not None:
+        chunk = max(1, first_chunk)
+    else:
+        chunk = _first_chunk(n_rows) if by_terms else FIRST_CHUNK
+    for s in streams:
+        s.chunk = chunk
 
     def take(rows: list[tuple[Any, ...]]) -> list[recall.Candidate]:
         nonlocal examined
