@@ -71,6 +71,7 @@ _BEST_ORIGIN = Origin.USER_STATED
 # The SQL below is assembled only from fixed fragments, column names and ints; every value
 # is a bound parameter (hence the S608 marks).
 _TABLE = MemoryEntry._meta.db_table
+_EMBEDDINGS = MemoryEmbedding._meta.db_table
 _COLUMNS = (
     "entry_id, revision_id, scope_kind, scope_key, category, body, subject, origin, "
     "lifecycle, suppression_reason, suppression_started_at, suppression_ends_at, "
@@ -91,6 +92,7 @@ _PG_COLUMNS = (
 # Column positions in a fetched row (`_COLUMNS`, then the anchor and the stream tag).
 _ANCHOR_AT = 22
 _STREAM_AT = 23
+_VECTOR_AT = 24  # with the hybrid ranker on PostgreSQL (`_statement`'s `vectors_of`)
 _WHOLE = -1  # rows fetched as a set (lexical matches, non-ASCII bodies)
 _CLOSURE = -2  # rows fetched by the cluster closure
 
@@ -420,9 +422,12 @@ def _arm(gates: str, tag: int, where: str, limit: int | None, after: tuple[Any, 
 
 
 def _statement(
-    gates: tuple[str, list[Any]], arms: list[tuple[int, str, list[Any], int | None, Any]]
+    gates: tuple[str, list[Any]],
+    arms: list[tuple[int, str, list[Any], int | None, Any]],
+    vectors_of: uuid.UUID | None = None,
 ) -> tuple[str, list[Any]]:
-    """One round trip: the arms, plus the cluster closure of everything they return.
+    """One round trip: the arms, plus the cluster closure of everything they return, and
+    with `vectors_of` (the tenant) each row's stored embedding, if it has one.
 
     Dedupe keeps the most recent row of a (category, actor, subject) cluster whatever its
     score, so an unseen row could knock a fetched one out: every gated row sharing
@@ -458,8 +463,20 @@ def _statement(
         closure = f"SELECT g.* FROM {pairs}, {lateral}"  # noqa: S608
     else:
         closure = f"{closure} JOIN {pairs} ON {match} WHERE {gate_sql}"
-    sql = f"WITH picked AS ({' UNION ALL '.join(parts)}) SELECT * FROM picked UNION ALL {closure}"  # noqa: S608
-    return sql, [*params, *gate_params]
+    rows = f"SELECT * FROM picked UNION ALL {closure}"  # noqa: S608
+    if vectors_of is not None:
+        # The vectors come with their rows: fetched apart they were four more round trips
+        # a recall at 10k (20 ms) and an ORM query of a few hundred ids each. A scalar
+        # subquery is one primary-key probe a row; as a join, the planner hashed every
+        # vector of the tenant (22 MB, 78 ms) when it misjudged the rows.
+        rows = (
+            f"SELECT f.*, (SELECT v.vector FROM {_EMBEDDINGS} AS v "  # noqa: S608
+            "WHERE v.tenant_id = %s AND v.revision_id = f.revision_id) "
+            f"FROM ({rows}) AS f"
+        )
+        params.append(vectors_of)  # the select list comes before the closure's gates
+    params += gate_params
+    return f"WITH picked AS ({' UNION ALL '.join(parts)}) {rows}", params  # noqa: S608
 
 
 def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
@@ -576,6 +593,11 @@ def _fast_resolve(
     for s in streams:
         s.chunk = chunk
 
+    # Stored embeddings by entry id: on PostgreSQL they come with their rows.
+    vectors: dict[str, bytes] = {}
+    tenant = uuid.UUID(str(request.tenant_id))
+    inline_vectors = effective == "hybrid" and connection.vendor == "postgresql"
+
     def take(rows: list[tuple[Any, ...]]) -> list[recall.Candidate]:
         nonlocal examined
         examined += len(rows)
@@ -586,6 +608,8 @@ def _fast_resolve(
                 c = decoder.candidate(row)
                 fetched[key] = c
                 revision_of[key] = decoder.uuid(row[1])
+                if inline_vectors and row[_VECTOR_AT] is not None:
+                    vectors[key] = bytes(row[_VECTOR_AT])
                 fresh.append(c)
         return fresh
 
@@ -606,7 +630,6 @@ def _fast_resolve(
             stream.anchor = oldest
         stream.chunk = min(stream.chunk * 2, MAX_CHUNK)
 
-    vectors: dict[str, bytes] = {}
     # A row's semantic value depends only on (query, row, corpus), never on the pool
     # (memory.semantic), so each row is prepared once, however many rounds the scan takes.
     values: dict[str, float] = {}
@@ -618,13 +641,16 @@ def _fast_resolve(
         if fresh:
             kwargs: dict[str, Any] = {"corpus": corpus}
             if ranker_name == "hybrid":
-                missing = [revision_of[c.entry_id] for c in fresh if c.entry_id not in vectors]
-                by_revision = {revision_of[c.entry_id]: c.entry_id for c in fresh}
-                for rev, blob in MemoryEmbedding.objects.filter(
-                    revision_id__in=missing
-                ).values_list("revision_id", "vector"):
-                    vectors[by_revision[rev]] = bytes(blob)
-                kwargs["vectors"] = {k: vectors[k] for k in by_revision.values() if k in vectors}
+                if not inline_vectors:
+                    by_revision = {revision_of[c.entry_id]: c.entry_id for c in fresh}
+                    for rev, blob in MemoryEmbedding.objects.filter(
+                        tenant_id=tenant, revision_id__in=list(by_revision)
+                    ).values_list("revision_id", "vector"):
+                        vectors[by_revision[rev]] = bytes(blob)
+                # A row without a stored vector is embedded by the ranker.
+                kwargs["vectors"] = {
+                    c.entry_id: vectors[c.entry_id] for c in fresh if c.entry_id in vectors
+                }
                 if encoder is not None:
                     kwargs["encoder"] = encoder
             fn = prepare(request.query, fresh, **kwargs)
@@ -653,7 +679,7 @@ def _fast_resolve(
             if s.key:
                 _choose_access(s, n_rows)
             arms.append((s.tag, s.where, s.params, s.chunk, s.after))
-        sql, params = _statement(gates, arms)
+        sql, params = _statement(gates, arms, tenant if inline_vectors else None)
         rows = _fetch(sql, params)
         fresh = take(rows)
         for s in grow:

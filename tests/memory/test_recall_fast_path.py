@@ -306,3 +306,60 @@ def test_the_reads_reuse_generic_plans_and_leave_the_connection_as_it_was(
 )
 def test_the_first_chunk_grows_with_the_member(gated: int, chunk: int) -> None:
     assert recall_db._first_chunk(gated) == chunk
+
+
+@pytest.mark.django_db
+def test_hybrid_fast_path_uses_the_stored_vectors(member) -> None:  # type: ignore[no-untyped-def]
+    # On PostgreSQL the vectors come joined to their rows (`_statement`'s `vectors_of`),
+    # elsewhere by a query; either way a stored vector is the one ranked, and a row
+    # without one is embedded. One row's stored vector is another text's, on purpose: a
+    # path that re-embedded instead would rank it differently from the reference.
+    from memory import embedding
+    from memory.recall_models import MemoryEmbedding
+    from tests.conftest import need_service
+
+    need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
+    encoder = embedding.default_encoder()
+    bodies = [
+        "I moved to Lisbon in March",
+        "My sister lives in Porto",
+        "I practise yoga on Mondays",
+        "Coffee with oat milk, no sugar",
+        "Allergic to peanuts",
+        "Working at a bakery near the river",
+    ]
+    rows = [_profile_row(member, i, body, NOW - timedelta(days=i)) for i, body in enumerate(bodies)]
+    MemoryEntry.objects.bulk_create(rows)
+    stored = {
+        str(r.entry_id): embedding.to_bytes(encoder.encode_one(r.body, cache=False))
+        for r in rows[:4]
+    }
+    stored[str(rows[3].entry_id)] = embedding.to_bytes(
+        encoder.encode_one("I relocated to Portugal's capital", cache=False)
+    )
+    MemoryEmbedding.objects.bulk_create(
+        MemoryEmbedding(
+            revision_id=r.revision_id,
+            tenant_id=member.tenant_id,
+            model=embedding.MODEL_NAME,
+            vector=stored[str(r.entry_id)],
+            created_at=NOW,
+        )
+        for r in rows[:4]
+    )
+    prepare = semantic.semantic_for("hybrid")
+    request = _profile_request(member, "where did I move to", "assistant")
+    fast = recall_db.fast_resolve(
+        request, member=member, ranker_name="hybrid", prepare=prepare, encoder=encoder
+    )
+    full = recall_db.exhaustive_resolve(
+        request,
+        member=member,
+        ranker_name="hybrid",
+        prepare=prepare,
+        corpus=fast.corpus,
+        vectors=stored,
+        encoder=encoder,
+    )
+    assert _entries(fast.result) == _entries(full)
+    assert len(_entries(full)) == 6
