@@ -111,7 +111,12 @@ def fragments(query: Iterable[str]) -> list[str]:
     `stem` only cuts a word short, except that "-ies"/"-ied" become "y": a term, less a
     final "y", is a substring of each word it stems from. A fragment inside another is
     implied by it; only the shorter is kept."""
-    frags = {t[:-1] if t.endswith("y") and len(t) > 1 else t for t in query}
+    return shortest(t[:-1] if t.endswith("y") and len(t) > 1 else t for t in query)
+
+
+def shortest(fragments: Iterable[str]) -> list[str]:
+    """The fragments not implied by another (one inside another is), sorted."""
+    frags = set(fragments)
     return sorted(f for f in frags if not any(o != f and o in f for o in frags))
 
 

@@ -46,7 +46,7 @@ from django.db.models import Q, QuerySet
 from consent.enums import Category
 from memory import recall, semantic
 from memory.enums import Lifecycle, Origin
-from memory.lexical import CorpusStats, fragments, query_terms, terms
+from memory.lexical import CorpusStats, fragments, query_terms, shortest, terms
 from memory.models import JACCARD_MARK, MemoryEntry
 from memory.recall_models import MemoryEmbedding
 
@@ -198,9 +198,7 @@ def query_fragments(query: str, ranker_name: str = "jaccard") -> list[str]:
     frags = set(recall.tokens(query)) if ranker_name not in ("lexical", "hybrid") else set()
     if ranker_name != "jaccard":
         frags.update(fragments(query_terms(query)))
-    # A fragment inside another is implied by it; keep the shorter one only.
-    kept = [f for f in frags if not any(o != f and o in f for o in frags)]
-    return sorted(kept)
+    return shortest(frags)
 
 
 def _non_ascii_sql() -> str:
