@@ -6,11 +6,11 @@ import hashlib
 import secrets
 
 from rest_framework import authentication, exceptions
-from rest_framework.throttling import SimpleRateThrottle
 
 from governance import plainsql
 from governance.models import SurfaceClient
 from governance.principal import SurfaceUser
+from governance.throttle import WindowRateThrottle
 
 TOKEN_PREFIX = "iris_"  # noqa: S105 - a prefix, not a secret
 
@@ -52,7 +52,7 @@ def _client_for(token_hash: str) -> SurfaceClient | None:
     return rows[0] if rows else None
 
 
-class PrincipalRateThrottle(SimpleRateThrottle):
+class PrincipalRateThrottle(WindowRateThrottle):
     scope = "principal"
 
     def get_cache_key(self, request, view):  # type: ignore[no-untyped-def]

@@ -17,6 +17,13 @@ from django.db import connection, models
 M = TypeVar("M", bound=models.Model)
 
 
+def cursor() -> Any:
+    """A cursor for one statement: the connection's kept cursor where the backend has one
+    (iris_site.postgresql), else a fresh one. Use it in a `with` block, as any cursor."""
+    kept = getattr(connection, "kept_cursor", None)
+    return kept() if kept is not None else connection.cursor()
+
+
 @cache
 def _columns(model: type[models.Model]) -> tuple[str, tuple[str, ...]]:
     fields = model._meta.concrete_fields
@@ -64,9 +71,9 @@ def select(
         suffix = f"{suffix} FOR UPDATE"
     sql = _statement(model, where, suffix)
     _, attnames = _columns(model)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(params))
-        rows = cursor.fetchall()
+    with cursor() as cur:
+        cur.execute(sql, list(params))
+        rows = cur.fetchall()
     return [_build(model, attnames, row) for row in rows]
 
 
@@ -93,9 +100,9 @@ def select_with_one(
     width = len(attnames)
     cache_name = model._meta.get_field(accessor).cache_name
     out = []
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(params))
-        rows = cursor.fetchall()
+    with cursor() as cur:
+        cur.execute(sql, list(params))
+        rows = cur.fetchall()
     for row in rows:
         obj = _build(model, attnames, row[:width])
         rest = row[width:]
@@ -138,9 +145,9 @@ def insert(model: type[models.Model], objs: Sequence[models.Model]) -> None:
     auto = len(fields) < len(model._meta.concrete_fields)
     if auto:
         sql += f" RETURNING {connection.ops.quote_name(pk.column)}"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        keys = [r[0] for r in cursor.fetchall()] if auto else []
+    with cursor() as cur:
+        cur.execute(sql, params)
+        keys = [r[0] for r in cur.fetchall()] if auto else []
     # Both PostgreSQL and SQLite return the rows of a multi-row VALUES in order.
     for obj, key in zip(objs, keys, strict=False):
         setattr(obj, pk.attname, key)

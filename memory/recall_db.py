@@ -44,6 +44,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
 from consent.enums import Category
+from governance import plainsql
 from memory import recall, semantic
 from memory.enums import Lifecycle, Origin
 from memory.lexical import CorpusStats, fragments, query_terms, shortest, terms
@@ -478,7 +479,7 @@ def _statement(
 
 
 def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
+    with plainsql.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -520,7 +521,7 @@ def fast_resolve(request: recall.RecallRequest, *, member: Any, **options: Any) 
     if connection.vendor != "postgresql" or connection.in_atomic_block:
         return _fast_resolve(request, member=member, **options)
     with transaction.atomic():
-        with connection.cursor() as cursor:
+        with plainsql.cursor() as cursor:
             cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         return _fast_resolve(request, member=member, **options)
 

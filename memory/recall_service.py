@@ -380,7 +380,7 @@ def _record_history(
             ],
         )
         return
-    with connection.cursor() as cursor:
+    with plainsql.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {RecallEvent._meta.db_table} (tenant_id, member_id, entry_id, "  # noqa: S608
             "surface, context, scope_key, score, rationale, recalled_at) "
@@ -412,7 +412,7 @@ def _bump_references(member: User, revisions: list[uuid.UUID], now: datetime) ->
         return
     # The rows are locked in one fixed order first: two concurrent recalls of overlapping
     # entries otherwise lock them in scan order and deadlock (seen under 8 clients).
-    with connection.cursor() as cursor:
+    with plainsql.cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} AS m SET reference_count = m.reference_count + 1, "  # noqa: S608
             "last_referenced_at = %s "

@@ -736,7 +736,7 @@ def _lock_member(member: User) -> None:
     both see "nothing stored yet" (PostgreSQL row lock; SQLite serialises writers)."""
     if not transaction.get_connection().features.has_select_for_update:
         return
-    with transaction.get_connection().cursor() as cursor:
+    with plainsql.cursor() as cursor:
         cursor.execute(_LOCK_MEMBER_SQL, [member.pk])
         if cursor.fetchone() is None:
             raise NotFound("No such member.")

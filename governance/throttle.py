@@ -1,0 +1,110 @@
+"""A rate limit whose cost does not grow with the rate: a sliding window estimated from two
+fixed-window counters (this window's and the last one's).
+
+DRF's SimpleRateThrottle keeps a list of every request's time in the cache and reads,
+trims and writes it back on each request: its cost grows with the limit (a list of
+thousands of times pickled twice a request at API rates), and two processes reading and
+writing the same list lose each other's requests. Counters are incremented atomically
+(INCR on Redis), so every process counts against one limit, and a request costs one round
+trip to Redis whatever the rate.
+
+The estimate weighs the last window's count by how much of it still lies inside the
+sliding window: `last * (1 - elapsed / window) + this`. It assumes the last window's
+requests were spread evenly, so a burst late in that window is undercounted by at most
+that window's count; it never lets more than twice the limit through in any window.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from django.core.cache import DEFAULT_CACHE_ALIAS, caches
+from django.core.cache.backends.redis import RedisCache
+from rest_framework.throttling import SimpleRateThrottle
+
+
+@dataclass(frozen=True)
+class Window:
+    index: int  # which fixed window `now` falls in
+    elapsed: float  # seconds since it started
+
+
+def window_at(now: float, duration: int) -> Window:
+    index = math.floor(now / duration)
+    return Window(index=index, elapsed=now - index * duration)
+
+
+def estimate(current: int, previous: int, elapsed: float, duration: int) -> float:
+    """Requests in the sliding window ending now, this one included."""
+    return previous * (1.0 - elapsed / duration) + current
+
+
+def retry_after(current: int, previous: int, elapsed: float, duration: int, limit: int) -> float:
+    """Seconds until the estimate falls to the limit again (the refused request uncounted)."""
+    left = duration - elapsed
+    if current - 1 >= limit or previous <= 0:
+        # This window alone is full (or the last one is not what holds it): the next one.
+        return left
+    # previous * (1 - (elapsed + t) / duration) + current - 1 < limit
+    wait = duration * (1.0 - (limit - current + 1) / previous) - elapsed
+    return min(max(wait, 0.0), left)
+
+
+def _count(key: str, last_key: str, duration: int) -> tuple[int, int]:
+    """Add one to `key`'s counter; (its count, `last_key`'s count)."""
+    backend = caches[DEFAULT_CACHE_ALIAS]
+    if isinstance(backend, RedisCache):
+        key = backend.make_and_validate_key(key)
+        last_key = backend.make_and_validate_key(last_key)
+        client = backend._cache.get_client(key, write=True)  # noqa: SLF001
+        # One round trip: the increment, its expiry (kept through the next window, where it
+        # is the last one) and the last window's count.
+        pipe = client.pipeline(transaction=False)
+        pipe.incr(key)
+        pipe.expire(key, 2 * duration)
+        pipe.get(last_key)
+        current, _, last = pipe.execute()
+        return int(current), int(last or 0)
+    backend.add(key, 0, 2 * duration)
+    current = backend.incr(key)
+    return int(current), int(backend.get(last_key) or 0)
+
+
+def _uncount(key: str) -> None:
+    try:
+        caches[DEFAULT_CACHE_ALIAS].decr(key)
+    except ValueError:  # expired meanwhile: nothing left to take back
+        pass
+
+
+class WindowRateThrottle(SimpleRateThrottle):
+    """SimpleRateThrottle's rates and keys, counted by `_count` instead of a history list."""
+
+    clock = staticmethod(time.time)
+
+    def allow_request(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        if self.rate is None:
+            return True
+        base = self.get_cache_key(request, view)
+        if base is None:
+            return True
+        duration = int(self.duration)
+        at = window_at(self.clock(), duration)
+        key = f"{base}:w{at.index}"
+        current, previous = _count(key, f"{base}:w{at.index - 1}", duration)
+        if estimate(current, previous, at.elapsed, duration) <= self.num_requests:
+            self._refused = None
+            return True
+        # A refused request does not count: a client that keeps retrying is let in as soon
+        # as the window allows, as with the history list.
+        _uncount(key)
+        self._refused = (current, previous, at.elapsed, duration)
+        return False
+
+    def wait(self) -> float | None:
+        refused = getattr(self, "_refused", None)
+        if refused is None:
+            return None
+        return retry_after(*refused, limit=self.num_requests)
