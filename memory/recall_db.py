@@ -591,6 +591,8 @@ def _fast_resolve(
         chunk = _first_chunk(n_rows) if by_terms else FIRST_CHUNK
     for s in streams:
         s.chunk = chunk
+    if first_chunk is None and by_terms:
+        everything.chunk = ALL_ROWS_FIRST_CHUNK_FACTOR * chunk
 
     # Stored embeddings by entry id: on PostgreSQL they come with their rows.
     vectors: dict[str, bytes] = {}
@@ -716,6 +718,13 @@ def _fast_resolve(
     return FastRecall(
         result=result, examined=examined, rounds=rounds, corpus=corpus, revision_of=revision_of
     )
+
+
+# The all-rows stream bounds every row holding no query word, and its bound falls only with
+# recency, so it must reach deeper than a term stream before the scan can stop: at 1k rows
+# a first chunk of 24 never let a recall stop after one round, 48 always did (measured in
+# docs/performance.md, "Fourth pass").
+ALL_ROWS_FIRST_CHUNK_FACTOR = 2
 
 
 def _first_chunk(gated_rows: int) -> int:

@@ -363,3 +363,39 @@ def test_hybrid_fast_path_uses_the_stored_vectors(member) -> None:  # type: igno
     )
     assert _entries(fast.result) == _entries(full)
     assert len(_entries(full)) == 6
+
+
+@pytest.mark.django_db
+def test_the_all_rows_stream_starts_deeper_so_one_round_suffices(
+    require_postgres, member, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """recall_db.ALL_ROWS_FIRST_CHUNK_FACTOR: rows holding no query word are bounded only by
+    recency, so the all-rows stream's first chunk is twice a term stream's; on this member a
+    first chunk of the term streams' size needs a second round, twice that does not."""
+    rows = [
+        _profile_row(
+            member,
+            i,
+            f"entry {i} about " + ("coffee" if i % 40 == 5 else f"topic{i % 23}"),
+            NOW - timedelta(hours=20 * i),
+            origin=list(recall.ORIGIN_WEIGHTS)[i % 6],
+            reference_count=i % 11,
+        )
+        for i in range(400)
+    ]
+    MemoryEntry.objects.bulk_create(rows)
+    prepare = semantic.semantic_for("lexical")
+    request = _profile_request(member, "coffee", "assistant")
+    rounds = {}
+    for factor in (1, 2):
+        monkeypatch.setattr(recall_db, "ALL_ROWS_FIRST_CHUNK_FACTOR", factor)
+        fast = recall_db.fast_resolve(
+            request, member=member, ranker_name="lexical", prepare=prepare
+        )
+        full = recall_db.exhaustive_resolve(
+            request, member=member, ranker_name="lexical", prepare=prepare, corpus=fast.corpus
+        )
+        assert _entries(fast.result) == _entries(full)
+        assert len(_entries(full)) == 12
+        rounds[factor] = fast.rounds
+    assert rounds == {1: 2, 2: 1}
