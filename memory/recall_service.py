@@ -192,12 +192,31 @@ def _scope_fingerprint(scope_key: str) -> str:
     return hashlib.sha256(scope_key.encode()).hexdigest()[:32]
 
 
+# A body's class depends only on its text, and the same entries surface turn after turn:
+# the credential screen (every detector over the whole text, 5 % of a 1k recall's CPU)
+# runs once per text and process. Keyed by a digest, so the cache holds no memory text;
+# emptied when full, which bounds it without bookkeeping on every hit.
+_BODY_CLASSES: dict[bytes, Classification] = {}
+BODY_CLASSES_MAX = 8192
+
+
+def body_class(body: str) -> Classification:
+    key = hashlib.blake2b(body.encode(), digest_size=16).digest()
+    found = _BODY_CLASSES.get(key)
+    if found is None:
+        found = classify_text(body)
+        if len(_BODY_CLASSES) >= BODY_CLASSES_MAX:
+            _BODY_CLASSES.clear()
+        _BODY_CLASSES[key] = found
+    return found
+
+
 def _withhold(
     result: recall.RecallResult, *, tier: str, internal_to_cloud: bool
 ) -> tuple[recall.RecallResult, dict[str, int], list[str]]:
     """The egress gate over the returned entries; withheld ones move into the counts."""
-    # Each body is scanned for credentials once, not once per use.
-    class_of = {e.candidate.entry_id: classify_text(e.candidate.body) for e in result.entries}
+    # Each body is scanned for credentials once, not once per use (`body_class`).
+    class_of = {e.candidate.entry_id: body_class(e.candidate.body) for e in result.entries}
     gated = egress_filter(
         result.entries,
         tier=tier,
