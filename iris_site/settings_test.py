@@ -20,3 +20,5 @@ REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"principal": "100
 # Tasks run in-process so a test sees their effect; the test that covers the real Celery
 # worker on Redis switches eager mode off for its own duration.
 CELERY_TASK_ALWAYS_EAGER = True
+# Each test sees the statistics of its own data (the snapshot's tests turn it on).
+IRIS_RECALL_STATS_SECONDS = 0.0

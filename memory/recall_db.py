@@ -34,12 +34,14 @@ the full counts. docs/performance.md, "Recall latency", records this.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
@@ -179,6 +181,20 @@ def _gates_sql(
         sql.append("category = %s")
         params.append(Category.SAFETY.value)
     return " AND ".join(sql), params
+
+
+def _gate_signature(
+    request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
+) -> tuple[Any, ...]:
+    """What `_gates_sql` depends on, but the clock."""
+    return (
+        connection.alias,
+        str(request.tenant_id),
+        request.user_id,
+        tuple(sorted(recall.reachable_scope_keys(request))),
+        None if adapter_scopes is None else tuple(sorted(adapter_scopes)),
+        bool(request.crisis_frame),
+    )
 
 
 def _one_of(column: str, count: int) -> str:
@@ -484,15 +500,21 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-def _stats(gates: tuple[str, list[Any]], term_keys: Sequence[str]) -> tuple[int, float, list[int]]:
-    """(gated rows, estimated average length in terms, rows holding each term key)."""
+def _stats(
+    gates: tuple[str, list[Any]], term_keys: Sequence[str], *, totals: bool = True
+) -> tuple[int, float, list[int]]:
+    """(gated rows, estimated average length in terms, rows holding each term key); without
+    `totals`, only the term counts (the first two are then 0)."""
     gate_sql, gate_params = gates
-    parts = [
-        f"(SELECT COUNT(*) FROM {_TABLE} WHERE {gate_sql})",  # noqa: S608
-        f"(SELECT AVG(LENGTH(body)) FROM (SELECT body FROM {_TABLE} WHERE {gate_sql} "  # noqa: S608
-        f"ORDER BY {_ORDER} LIMIT {LENGTH_SAMPLE}) AS sample)",
-    ]
-    params = [*gate_params, *gate_params]
+    parts: list[str] = []
+    params: list[Any] = []
+    if totals:
+        parts += [
+            f"(SELECT COUNT(*) FROM {_TABLE} WHERE {gate_sql})",  # noqa: S608
+            f"(SELECT AVG(LENGTH(body)) FROM (SELECT body FROM {_TABLE} WHERE {gate_sql} "  # noqa: S608
+            f"ORDER BY {_ORDER} LIMIT {LENGTH_SAMPLE}) AS sample)",
+        ]
+        params += [*gate_params, *gate_params]
     for key in term_keys:
         # Fenced like a term arm (see `_arm`), so the count asks the term index.
         term_rows = (
@@ -500,9 +522,54 @@ def _stats(gates: tuple[str, list[Any]], term_keys: Sequence[str]) -> tuple[int,
         )
         parts.append(f"(SELECT COUNT(*) FROM {term_rows} WHERE {gate_sql})")  # noqa: S608
         params += [key, *gate_params]
+    if not parts:
+        return 0, 0.0, []
     row = _fetch("SELECT " + ", ".join(parts), params)[0]
+    if not totals:
+        return 0, 0.0, [int(n) for n in row]
     chars = float(row[1] or 0.0)
     return int(row[0] or 0), chars / CHARS_PER_TERM, [int(n) for n in row[2:]]
+
+
+# BM25's collection statistics, held per process for `IRIS_RECALL_STATS_SECONDS`
+# (docs/decisions/recall.md): recounting them was the largest statement of a recall beyond
+# 1k rows (each query term's rows are visited to apply the gates: 45 ms at 50k). They only
+# weigh the lexical score, never decide what may be returned, and both the fast path and
+# the reference pipeline rank with the same snapshot. Keyed by everything the gates depend
+# on except the clock (a suppression ending meanwhile shows in them within the period).
+_STATS_CACHE: dict[tuple[Any, ...], tuple[Any, float]] = {}
+STATS_CACHE_MAX = 20_000
+_clock = time.monotonic
+
+
+def _stats_for(
+    gates: tuple[str, list[Any]], signature: tuple[Any, ...], term_keys: Sequence[str]
+) -> tuple[int, float, list[int]]:
+    """`_stats`, answered from the snapshot where it is fresh; one statement for the rest."""
+    period = float(settings.IRIS_RECALL_STATS_SECONDS)
+    if period <= 0:
+        return _stats(gates, term_keys)
+    now = _clock()
+
+    def held(key: tuple[Any, ...]) -> Any:
+        found = _STATS_CACHE.get(key)
+        return found[0] if found is not None and found[1] > now else None
+
+    totals = held((signature,))
+    missing = [k for k in dict.fromkeys(term_keys) if held((signature, k)) is None]
+    if totals is not None and not missing:
+        return (*totals, [held((signature, k)) for k in term_keys])
+    n_rows, avg_len, counts = _stats(gates, missing, totals=totals is None)
+    if len(_STATS_CACHE) >= STATS_CACHE_MAX:
+        _STATS_CACHE.clear()
+    until = now + period
+    if totals is None:
+        totals = (n_rows, avg_len)
+        _STATS_CACHE[(signature,)] = (totals, until)
+    fetched = dict(zip(missing, counts, strict=True))
+    for key, count in fetched.items():
+        _STATS_CACHE[(signature, key)] = (count, until)
+    return (*totals, [fetched[k] if k in fetched else held((signature, k)) for k in term_keys])
 
 
 def fast_resolve(request: recall.RecallRequest, *, member: Any, **options: Any) -> FastRecall:
@@ -563,7 +630,7 @@ def _fast_resolve(
     avg_len = 0.0
     if by_terms:
         keys = [_term_key(member, t) for t in qterms]
-        n_rows, avg_len, counts = _stats(gates, keys)
+        n_rows, avg_len, counts = _stats_for(gates, _gate_signature(request, adapter_scopes), keys)
         df = {t: n for t, n in zip(qterms, counts, strict=True) if n}
         if qterms:
             # The non-ASCII bodies, which the index keys as "<member>:" (migration 0004).
@@ -584,7 +651,7 @@ def _fast_resolve(
     else:
         whole = _match_sql(request.query, effective)
         if bm25:
-            n_rows, avg_len, _ = _stats(gates, ())
+            n_rows, avg_len, _ = _stats_for(gates, _gate_signature(request, adapter_scopes), ())
     if first_chunk is not None:
         chunk = max(1, first_chunk)
     else:
