@@ -397,7 +397,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(env: dict[str, str], ranker: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(
+    env: dict[str, str], ranker: str, workers: int = 4, threads: int = 1
+) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     gunicorn = ROOT / ".venv" / "bin" / "gunicorn"
     env = {**env, "IRIS_RECALL_SEMANTIC": ranker}
@@ -408,9 +410,9 @@ def start_server(env: dict[str, str], ranker: str) -> tuple[subprocess.Popen[byt
             "-b",
             f"127.0.0.1:{port}",
             "-w",
-            "2",
+            str(workers),
             "--threads",
-            "4",
+            str(threads),
             "--preload",  # as deployed (README): the app, and any model, loaded once
             "--log-level",
             "warning",
@@ -495,6 +497,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--sizes", default=",".join(map(str, TARGETS)))
     parser.add_argument("--skip-pure", action="store_true")
+    # The README's deployment: sync workers, one per core and a spare each.
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
+    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
     args = parser.parse_args()
     env = _env()
     os.environ.update(env)
@@ -524,7 +529,7 @@ def main() -> None:
             bench_in_process(
                 size, state["members"][str(size)], args.ranker, min(args.requests, 100)
             )
-    proc, port = start_server(env, args.ranker)
+    proc, port = start_server(env, args.ranker, args.workers, args.threads)
     try:
         for size in sizes:
             uid = state["members"][str(size)]
