@@ -13,6 +13,13 @@ class GovernanceConfig(AppConfig):
         append_only.register("governance_auditevent")
         append_only.register("governance_auditseal")
 
+        from django.core.signals import request_finished, request_started
+
+        from governance.audit import request_began, seal_after_response
+
+        request_started.connect(request_began, dispatch_uid="iris-audit-request-began")
+        request_finished.connect(seal_after_response, dispatch_uid="iris-audit-seal-after")
+
         from governance.checks import register_kernel_checks
 
         register_kernel_checks()
