@@ -556,9 +556,11 @@ def _stats_for(
         return found[0] if found is not None and found[1] > now else None
 
     totals = held((signature,))
-    missing = [k for k in dict.fromkeys(term_keys) if held((signature, k)) is None]
+    # Read out now: emptying a full snapshot below must not lose what this recall uses.
+    known = {k: held((signature, k)) for k in term_keys}
+    missing = [k for k, count in known.items() if count is None]
     if totals is not None and not missing:
-        return (*totals, [held((signature, k)) for k in term_keys])
+        return (*totals, [known[k] for k in term_keys])
     n_rows, avg_len, counts = _stats(gates, missing, totals=totals is None)
     if len(_STATS_CACHE) >= STATS_CACHE_MAX:
         _STATS_CACHE.clear()
@@ -566,10 +568,10 @@ def _stats_for(
     if totals is None:
         totals = (n_rows, avg_len)
         _STATS_CACHE[(signature,)] = (totals, until)
-    fetched = dict(zip(missing, counts, strict=True))
-    for key, count in fetched.items():
+    for key, count in zip(missing, counts, strict=True):
+        known[key] = count
         _STATS_CACHE[(signature, key)] = (count, until)
-    return (*totals, [fetched[k] if k in fetched else held((signature, k)) for k in term_keys])
+    return (*totals, [known[k] for k in term_keys])
 
 
 def fast_resolve(request: recall.RecallRequest, *, member: Any, **options: Any) -> FastRecall:

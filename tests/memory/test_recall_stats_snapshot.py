@@ -116,3 +116,15 @@ def test_a_period_of_zero_counts_every_time(require_postgres, member, clock, set
     assert len(_recall(member, "coffee")[3]) == 1
     assert len(_recall(member, "coffee")[3]) == 1
     assert recall_db._STATS_CACHE == {}  # noqa: SLF001
+
+
+def test_a_full_snapshot_is_emptied_without_losing_what_this_recall_held(  # type: ignore[no-untyped-def]
+    require_postgres, member, clock, monkeypatch
+) -> None:
+    monkeypatch.setattr(recall_db, "STATS_CACHE_MAX", 2)
+    _rows(member, 0, 30)
+    _recall(member, "coffee")  # the totals and coffee's count: full
+    _, _, fast, stats = _recall(member, "coffee tea")  # tea is counted, the snapshot emptied
+    assert len(stats) == 1 and stats[0].startswith(TERMS_ONLY)
+    assert fast.corpus.document_count == 30
+    assert sorted(fast.corpus.document_frequency.values()) == [10, 10]
