@@ -38,6 +38,19 @@ WORDS = [
 TIMES = [NOW - timedelta(days=d) for d in (0, 1, 1, 3, 30, 400)]
 
 
+def _first_revision(member: Any, n: int, **fields: Any) -> MemoryEntry:
+    """The first and current revision of the member's entry number `n`."""
+    return MemoryEntry(
+        revision_id=uuid.uuid4(),
+        entry_id=uuid.UUID(int=n + 1),
+        revision=1,
+        is_current=True,
+        tenant_id=member.tenant_id,
+        member=member,
+        **fields,
+    )
+
+
 def _row(member: Any, draw: Any, n: int) -> MemoryEntry:
     kind_key = draw(st.sampled_from(["profile", "session:s1", "session:s2"]))
     uid = str(member.public_id)
@@ -55,13 +68,9 @@ def _row(member: Any, draw: Any, n: int) -> MemoryEntry:
     lifecycle = draw(st.sampled_from(["active"] * 6 + ["paused", "draft"]))
     updated = draw(st.sampled_from(TIMES))
     actor = draw(st.sampled_from([None, None, "h1"]))
-    return MemoryEntry(
-        revision_id=uuid.uuid4(),
-        entry_id=uuid.UUID(int=n + 1),
-        revision=1,
-        is_current=True,
-        tenant_id=member.tenant_id,
-        member=member,
+    return _first_revision(
+        member,
+        n,
         scope_kind=kind,
         scope_key=key,
         scope_identifiers=ids,
@@ -169,13 +178,9 @@ def _profile_row(member: Any, i: int, body: str, updated: datetime, **extra: Any
         "updated_at": updated,
         **extra,
     }
-    return MemoryEntry(
-        revision_id=uuid.uuid4(),
-        entry_id=uuid.UUID(int=i + 1),
-        revision=1,
-        is_current=True,
-        tenant_id=member.tenant_id,
-        member=member,
+    return _first_revision(
+        member,
+        i,
         scope_kind="profile",
         scope_key=f"profile:{uid}",
         scope_identifiers={"userId": uid},
