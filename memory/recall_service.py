@@ -471,40 +471,46 @@ def warm_up() -> bool:
     return True
 
 
-def store_embeddings(entries: Iterable[MemoryEntry], *, now: datetime | None = None) -> int:
+def store_embeddings(
+    entries: Iterable[MemoryEntry], *, now: datetime | None = None, fresh: bool = False
+) -> int:
     """Store the embedding of each revision when the hybrid ranker is configured and the
     model is installed; otherwise do nothing. Returns how many vectors were written.
 
     Safe to call twice: an existing vector is kept (a revision's body never changes).
+    `fresh` says the revisions were inserted by the caller's transaction, so none has a
+    vector yet: the write path skips the look-up and the conflict clause.
     """
     if ranker_name() != "hybrid" or not embedding.available():
         return 0
     rows = [e for e in entries if e.body]
     if not rows:
         return 0
-    have = set(
-        MemoryEmbedding.objects.filter(revision_id__in=[e.revision_id for e in rows]).values_list(
-            "revision_id", flat=True
+    if not fresh:
+        have = set(
+            MemoryEmbedding.objects.filter(
+                revision_id__in=[e.revision_id for e in rows]
+            ).values_list("revision_id", flat=True)
         )
-    )
-    rows = [e for e in rows if e.revision_id not in have]
-    if not rows:
-        return 0
+        rows = [e for e in rows if e.revision_id not in have]
+        if not rows:
+            return 0
     encoder = embedding.default_encoder()
     # One text at a time, unpadded: the stored bits then equal what the ranker computes for
     # a revision without a stored vector, so fast and exhaustive recall agree.
     stamp = now or timezone.now()
-    MemoryEmbedding.objects.bulk_create(
-        [
-            MemoryEmbedding(
-                revision_id=e.revision_id,
-                tenant_id=e.tenant_id,
-                model=embedding.MODEL_NAME,
-                vector=embedding.to_bytes(encoder.encode_one(e.body, cache=False)),
-                created_at=stamp,
-            )
-            for e in rows
-        ],
-        ignore_conflicts=True,
-    )
+    vectors = [
+        MemoryEmbedding(
+            revision_id=e.revision_id,
+            tenant_id=e.tenant_id,
+            model=embedding.MODEL_NAME,
+            vector=embedding.to_bytes(encoder.encode_one(e.body, cache=False)),
+            created_at=stamp,
+        )
+        for e in rows
+    ]
+    if fresh:
+        plainsql.insert(MemoryEmbedding, vectors)
+    else:
+        MemoryEmbedding.objects.bulk_create(vectors, ignore_conflicts=True)
     return len(rows)

@@ -812,7 +812,7 @@ def _insert_revision(
     # With the hybrid ranker on, each revision's vector is computed at write time.
     from memory.recall_service import store_embeddings
 
-    store_embeddings([entry], now=now)
+    store_embeddings([entry], now=now, fresh=True)
     return entry
 
 

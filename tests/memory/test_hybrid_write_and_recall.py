@@ -30,6 +30,22 @@ def test_each_revision_gets_its_vector_at_write_time(hybrid, member) -> None:  #
     assert float(vector @ expected) > 0.9999
 
 
+def test_storing_again_keeps_the_vector_the_write_stored(hybrid, member) -> None:  # type: ignore[no-untyped-def]
+    from memory.recall_service import store_embeddings
+
+    grant_storage(member)
+    entry = memory_write(
+        principal=as_member(member), member=member, draft=draft(member, "I moved to Porto")
+    ).entry
+    before = bytes(MemoryEmbedding.objects.get(revision_id=entry.revision_id).vector)
+    assert before == embedding.to_bytes(
+        embedding.default_encoder().encode_one("I moved to Porto", cache=False)
+    )
+    assert store_embeddings([entry]) == 0
+    assert MemoryEmbedding.objects.filter(revision_id=entry.revision_id).count() == 1
+    assert bytes(MemoryEmbedding.objects.get(revision_id=entry.revision_id).vector) == before
+
+
 def test_hybrid_recall_finds_a_paraphrased_memory_over_the_api(hybrid, member, surface_api) -> None:  # type: ignore[no-untyped-def]
     grant_storage(member)
     for body in ("I relocated to Lisbon for a bakery job", "My sister plays the cello"):
