@@ -3,6 +3,8 @@
     .venv/bin/python bench/recall_quality.py            # full run (a few minutes)
     .venv/bin/python bench/recall_quality.py --quick    # fewer queries, no full-recall pass
     .venv/bin/python bench/recall_quality.py --speed    # only the speed figures
+    .venv/bin/python bench/recall_quality.py --speed --compare   # backends side by side
+    .venv/bin/python bench/recall_quality.py --backend onnx-int8 --quick   # another backend
 
 The set (seeded, deterministic): memories made from ~30 everyday intents (a move for a job,
 a pet, a commute, a coffee order, a course, a trip, ...), each written in three phrasings,
@@ -30,8 +32,14 @@ Queries are split 30/70 into dev and test (seeded). `memory.semantic.HYBRID_LEXI
 was chosen on dev; every figure printed is on test. The script re-runs the dev grid and
 says if it would now choose another weight.
 
-Speed: write-time batch throughput (texts/s), query-embedding latency on one thread, and
-the exhaustive hybrid recall at 10k including the query embedding.
+Speed: write-time batch throughput (texts/s), query-embedding latency on one thread, the
+latency of embedding one 24-word memory body as a write does, and the exhaustive hybrid
+recall at 10k including the query embedding. `--compare` times every installed backend
+(numpy, onnx, onnx-int8) in alternating rounds, since this machine's speed drifts.
+
+The encoder backend is `memory.embedding.choose_backend()`'s (IRIS_EMBEDDING_BACKEND, else
+ONNX Runtime when installed) unless `--backend` names one; every JSON line carries it, and
+the cached set embeddings are keyed by it.
 
 Prints a table and one JSON line per (size, ranker) and per speed figure.
 """
@@ -1153,6 +1161,12 @@ def set_embeddings(
     digest = hashlib.sha256()
     model_file = encoder.directory / "model.safetensors"
     digest.update(f"{model_file.stat().st_size}:{embedding.MAX_TOKENS}".encode())
+    if encoder.backend != "numpy":  # numpy keeps the key its cached files were saved under
+        digest.update(f":{encoder.backend}".encode())
+    if encoder.backend == "onnx-int8":
+        from memory import embedding_onnx
+
+        digest.update(f":{embedding_onnx.INT8_SCHEME}".encode())
     for t in texts:
         digest.update(t.encode())
         digest.update(b"\0")
@@ -1175,8 +1189,11 @@ def percentile(values: Sequence[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
 
 
+BACKEND = {"name": "?"}  # the encoder backend of this run, set by main()
+
+
 def emit(record: dict[str, object]) -> None:
-    print(json.dumps(record, sort_keys=True))
+    print(json.dumps({"backend": BACKEND["name"], **record}, sort_keys=True))
 
 
 def main() -> None:
@@ -1184,16 +1201,28 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200 queries, no full-recall pass")
     parser.add_argument("--queries", type=int, default=None, help="queries per size")
     parser.add_argument("--speed", action="store_true", help="only the speed figures")
+    parser.add_argument(
+        "--backend", choices=embedding.BACKENDS, default=None, help="encoder backend"
+    )
+    parser.add_argument(
+        "--compare", action="store_true", help="with --speed: every backend, alternating"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="rounds for --compare")
     args = parser.parse_args()
     per_size = args.queries or (200 if args.quick else QUERIES_PER_SIZE)
 
     reason = embedding.unavailable_reason()
     if reason is not None:
         sys.exit(f"recall_quality needs the embedding model: {reason}")
-    encoder = embedding.Encoder.load(query_threads=1)
+    encoder = embedding.Encoder.load(query_threads=1, backend=args.backend)
     encoder.warm_up()
+    BACKEND["name"] = encoder.backend
+    print(f"# encoder backend: {encoder.backend}")
 
     everything = build_memories(max(SIZES))
+    if args.speed and args.compare:
+        compare_backends(everything, args.rounds)
+        return
     if args.speed:
         speed(encoder, everything, None, {})
         return
@@ -1404,7 +1433,7 @@ def speed(
     print(f"\n## speed (load average {load} on {os.cpu_count()} cores)")
     texts = [m.text for m in memories[:2000]]
     for threads in (None, 1):
-        timed = embedding.Encoder.load(batch_threads=threads)
+        timed = embedding.Encoder.load(batch_threads=threads, backend=encoder.backend)
         timed.warm_up()
         wall, cpu = time.perf_counter(), time.process_time()
         timed.encode(texts)
@@ -1465,6 +1494,25 @@ def speed(
             "cache_hit_p50_us": round(percentile(hits, 50), 1),
         }
     )
+    write_ms = []
+    for _ in range(200):
+        start = time.perf_counter()
+        encoder.encode([MEMORY_BODY])
+        write_ms.append((time.perf_counter() - start) * 1000)
+    print(
+        f"one memory body ({encoder.token_count(MEMORY_BODY)} tokens), encode([text]): p50 "
+        f"{percentile(write_ms, 50):.2f} ms, p95 {percentile(write_ms, 95):.2f} ms"
+    )
+    emit(
+        {
+            "bench": "embedding",
+            "what": "write_latency",
+            "threads": 1,
+            "tokens": encoder.token_count(MEMORY_BODY),
+            "p50_ms": round(percentile(write_ms, 50), 3),
+            "p95_ms": round(percentile(write_ms, 95), 3),
+        }
+    )
     for size, timings in recall_timings.items():
         prepare = [t * 1000 for t in timings["prepare"]]
         resolve_ms = [t * 1000 for t in timings["resolve"]]
@@ -1487,6 +1535,77 @@ def speed(
                 "resolve_p95_ms": round(percentile(resolve_ms, 95), 2),
                 "total_p95_ms": round(percentile(total, 95), 2),
             }
+        )
+
+
+# A memory body of 24 words (28 tokens), embedded as a write does it (one text per call).
+MEMORY_BODY = (
+    "I moved to Lisbon in March for a job at a bakery near the river, "
+    "and I walk there every morning with my dog."
+)
+
+
+def compare_backends(memories: Sequence[Memory], rounds: int) -> None:
+    """Every installed backend, one thread, uncached, alternating in `rounds` rounds (each
+    round: 300 short questions, 100 single-body writes, a 500-text batch per backend), so a
+    drift in the machine's speed hits all of them alike."""
+    names = [n for n in embedding.BACKENDS if n == "numpy" or embedding.onnx_available()]
+    encoders = {n: embedding.Encoder.load(backend=n, cache_size=0) for n in names}
+    for enc in encoders.values():
+        enc.warm_up()
+    questions = [q.text for q in build_queries(memories[:1000], 300, seed=SEED + 7)]
+    texts = [m.text for m in memories[:500]]
+    query_ms: dict[str, list[float]] = {n: [] for n in names}
+    write_ms: dict[str, list[float]] = {n: [] for n in names}
+    batch_rate: dict[str, list[float]] = {n: [] for n in names}
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n## backends compared, {rounds} rounds (load average {load})")
+    for _ in range(rounds):
+        for name, enc in encoders.items():
+            for text in questions:
+                start = time.perf_counter()
+                enc.encode_one(text, cache=False)
+                query_ms[name].append((time.perf_counter() - start) * 1000)
+            for _ in range(100):
+                start = time.perf_counter()
+                enc.encode([MEMORY_BODY])
+                write_ms[name].append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            enc.encode(texts)
+            batch_rate[name].append(len(texts) / (time.perf_counter() - start))
+    print("| backend | query p50 ms | query p95 ms | encode([body]) p50 / p95 ms | batch texts/s |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        q, w = query_ms[name], write_ms[name]
+        print(
+            f"| {name} | {percentile(q, 50):.2f} | {percentile(q, 95):.2f} | "
+            f"{percentile(w, 50):.2f} / {percentile(w, 95):.2f} | "
+            f"{statistics.median(batch_rate[name]):.0f} |"
+        )
+        BACKEND["name"] = name
+        emit(
+            {
+                "bench": "embedding",
+                "what": "backend_compare",
+                "rounds": rounds,
+                "threads": 1,
+                "query_p50_ms": round(percentile(q, 50), 3),
+                "query_p95_ms": round(percentile(q, 95), 3),
+                "write_p50_ms": round(percentile(w, 50), 3),
+                "write_p95_ms": round(percentile(w, 95), 3),
+                "batch_texts_per_s": round(statistics.median(batch_rate[name]), 1),
+            }
+        )
+    reference = encoders.get("onnx") or encoders["numpy"]
+    sample = questions[:100] + texts[:100]
+    base = np.stack([reference.encode_one(t) for t in sample])
+    for name, enc in encoders.items():
+        if enc is reference:
+            continue
+        cos = (np.stack([enc.encode_one(t) for t in sample]) * base).sum(axis=1)
+        print(
+            f"cosine {name} vs {reference.backend} on {len(sample)} texts: mean "
+            f"{cos.mean():.5f}, min {cos.min():.5f}"
         )
 
 

