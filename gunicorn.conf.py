@@ -6,11 +6,20 @@ embedding model's arrays) are created once, before any request, and are never ga
 requests made; with fewer collections of the youngest generation as well, a memory write
 ran 0.6 M fewer instructions of 10.3 M (callgrind, in-process). Under `--preload` the
 master freezes what it loaded before forking; each worker freezes again after loading.
+
+Exit: a worker forked from a master that loaded ONNX Runtime (the embedding model, under
+`--preload` with the hybrid ranker) hung for ever in the library's exit-time destructors,
+which wait on a condition variable of a thread that lives only in the master (seen with
+gdb on a stopped worker: `pthread_cond_destroy` from `__run_exit_handlers`). Such a worker
+leaves with `os._exit` once gunicorn is done with it, after flushing the logs.
 """
 
 from __future__ import annotations
 
 import gc
+import logging
+import os
+import sys
 
 # Objects allocated between collections of the youngest generation (CPython's default 700).
 YOUNG_THRESHOLD = 10_000
@@ -29,3 +38,24 @@ def when_ready(server) -> None:  # type: ignore[no-untyped-def]
 
 def post_worker_init(worker) -> None:  # type: ignore[no-untyped-def]
     _settle()
+
+
+def worker_exit(server, worker) -> None:  # type: ignore[no-untyped-def]
+    # gunicorn calls this in the worker, from the `finally` around its life (the SystemExit
+    # in flight carries the code it chose: 0, or a boot error the master acts on), and in
+    # the master for a worker found dead, which must go on.
+    if os.getpid() != worker.pid or "onnxruntime" not in sys.modules:
+        return
+    code = _exit_code(sys.exc_info()[1])
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
+
+
+def _exit_code(exc: BaseException | None) -> int:
+    if isinstance(exc, SystemExit):
+        if exc.code is None:
+            return 0
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0 if exc is None else 1

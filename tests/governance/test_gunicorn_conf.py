@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,3 +50,105 @@ def test_the_worker_hook_freezes_and_raises_the_young_threshold() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+class _Worker:
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+
+class _Exited(Exception):
+    pass
+
+
+@pytest.fixture
+def exits(monkeypatch):  # type: ignore[no-untyped-def]
+    codes: list[int] = []
+
+    def fake_exit(code: int) -> None:
+        codes.append(code)
+        raise _Exited
+
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setitem(sys.modules, "onnxruntime", sys.modules.get("onnxruntime", object()))
+    return codes
+
+
+@pytest.mark.parametrize(
+    ("raised", "code"),
+    [(SystemExit(0), 0), (SystemExit(None), 0), (SystemExit(3), 3), (SystemExit("boom"), 1)],
+)
+def test_a_worker_leaves_with_the_code_gunicorn_chose(exits, raised, code) -> None:  # type: ignore[no-untyped-def]
+    conf = _conf()
+    with pytest.raises(_Exited):
+        try:
+            raise raised
+        finally:
+            conf.worker_exit(None, _Worker(os.getpid()))
+    assert exits == [code]
+
+
+def test_the_master_and_a_process_without_the_runtime_go_on(exits, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    conf = _conf()
+    conf.worker_exit(None, _Worker(os.getpid() + 1))  # the master, reaping a dead worker
+    monkeypatch.delitem(sys.modules, "onnxruntime")
+    conf.worker_exit(None, _Worker(os.getpid()))
+    assert exits == []
+
+
+def test_gunicorn_stops_with_the_model_preloaded(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The hang itself: hybrid ranker, ONNX Runtime loaded in the master, SIGTERM."""
+    from memory import embedding
+    from tests.conftest import need_service
+
+    need_service(embedding.onnx_available(), "onnxruntime is not installed")
+    need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
+    from cryptography.fernet import Fernet
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "iris_site.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "DEBUG": "0",
+        "SECRET_KEY": "gunicorn-exit-" + "x" * 50,
+        "IRIS_MASTER_KEY": Fernet.generate_key().decode(),
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "IRIS_RECALL_SEMANTIC": "hybrid",
+        "IRIS_EMBEDDING_BACKEND": "onnx",
+        "IRIS_VAR_DIR": str(tmp_path),
+    }
+    log = tmp_path / "gunicorn.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "iris_site.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "2",
+                "--preload",
+                "--log-level",
+                "info",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while log.read_text().count("Booting worker") < 2:
+                assert server.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=20) == 0, log.read_text()
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+    assert log.read_text().count("Worker exiting") == 2
