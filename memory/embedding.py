@@ -785,3 +785,9 @@ def default_encoder() -> Encoder:
             if _default is None:
                 _default = Encoder.load()
     return _default
+
+
+def ready() -> bool:
+    """Whether the process-wide encoder is loaded, or could be: `available()` looks for
+    packages and files on disk (~0.2 ms), too much to ask on every write once loaded."""
+    return _default is not None or available()

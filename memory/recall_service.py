@@ -465,7 +465,7 @@ def warm_up() -> bool:
     """Load and warm the embedding model when the hybrid ranker is configured, so that no
     request pays for it (a first encode at a new text length cost 50-500 ms). Called when
     the web app starts; returns whether there was anything to warm."""
-    if ranker_name() != "hybrid" or not embedding.available():
+    if ranker_name() != "hybrid" or not embedding.ready():
         return False
     embedding.default_encoder().warm_up()
     return True
@@ -481,7 +481,7 @@ def store_embeddings(
     `fresh` says the revisions were inserted by the caller's transaction, so none has a
     vector yet: the write path skips the look-up and the conflict clause.
     """
-    if ranker_name() != "hybrid" or not embedding.available():
+    if ranker_name() != "hybrid" or not embedding.ready():
         return 0
     rows = [e for e in entries if e.body]
     if not rows:

@@ -361,3 +361,11 @@ def test_int8_backend_is_close_to_float32_and_deterministic(
     assert int8_encoder.encode_one(texts[0]).tobytes() == single[0].tobytes()
     cosine = (single.astype(np.float64) * expected).sum(axis=1) / np.linalg.norm(expected, axis=1)
     assert cosine.min() >= 0.99
+
+
+def test_ready_once_the_encoder_is_loaded_without_looking_on_disk(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(embedding, "_default", None)
+    monkeypatch.setattr(embedding, "available", lambda: False)
+    assert embedding.ready() is False
+    monkeypatch.setattr(embedding, "_default", object())
+    assert embedding.ready() is True
