@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from axe_playwright_python.base import AxeResults
 from axe_playwright_python.sync_playwright import Axe
+from django.db import connections
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 CHROMIUM_ARGS = [
@@ -66,6 +67,12 @@ def playwright() -> Iterator[Playwright]:
         mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         with sync_playwright() as driver:
             yield driver
+            # While the driver's loop runs, Django hands this thread other connection
+            # objects than outside it; one left open kept the test database from being
+            # dropped at the end of the session. Closed here, while they are still reachable.
+            for conn in connections.all(initialized_only=True):
+                if not conn.in_atomic_block:
+                    conn.close()
 
 
 @pytest.fixture
