@@ -54,8 +54,9 @@ def _session_options(threads: int | None) -> ort.SessionOptions:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     # One thread: ORT then starts no pool thread at all (the calling thread does the work),
-    # so the same input gives the same bits, nothing competes with the web workers, and
-    # forking after load (gunicorn --preload) leaves no thread behind. None: every core.
+    # so the same input gives the same bits and nothing competes with the web workers.
+    # (Importing onnxruntime starts one thread of its own; what that does to the exit of a
+    # worker forked under gunicorn --preload is handled in gunicorn.conf.py.) None: every core.
     options.intra_op_num_threads = 0 if threads is None else threads
     options.inter_op_num_threads = 1
     # No busy-waiting pool threads between calls when more than one thread is asked for.
