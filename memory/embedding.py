@@ -15,8 +15,8 @@ Two backends run that same pipeline (`Encoder.backend`):
 - "onnx", the default when `onnxruntime` and `onnx` import (both in the `embeddings`
   extra): `memory/embedding_onnx.py` builds the ONNX graph from the safetensors weights in
   memory at load time, using ONNX Runtime's fused BERT operators, and runs it with one
-  intra-op thread (no thread pool, so the same bits every time and nothing left running
-  across gunicorn's `--preload` fork);
+  intra-op thread (no thread pool, so the same bits every time; the one thread importing
+  the runtime starts is why a forked gunicorn worker exits through `gunicorn.conf.py`);
 - "numpy": the forward pass below, the fallback when ONNX Runtime is not installed;
 - "onnx-int8": ONNX Runtime with int8 weights, 1.6x faster per query but only near the
   float32 vectors (cosine 0.999); measured, not the default (docs/performance.md).
