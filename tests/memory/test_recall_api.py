@@ -99,6 +99,28 @@ def test_reference_counts_and_history_are_updated(surface_api, member, remembere
     assert RecallEvent.objects.count() == 1
 
 
+def test_usage_and_history_wait_until_the_answer_is_out(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+    from django.core.signals import request_finished
+
+    from governance import after_response
+
+    # Hold back what `request_finished` would run, to look between answer and bookkeeping.
+    request_finished.disconnect(dispatch_uid="iris-after-response")
+    try:
+        response = surface_api.post(URL, ask(member, limit=1), format="json")
+        assert response.status_code == 200, response.content
+        (event,) = recall_events()  # committed before the answer left
+        assert event.payload["returnedIds"] == [remembered[0]]
+        assert not MemoryEntry.objects.filter(reference_count__gt=0).exists()
+        assert not RecallEvent.objects.exists()
+        after_response.run_deferred()
+    finally:
+        request_finished.connect(after_response.run_deferred, dispatch_uid="iris-after-response")
+    top = MemoryEntry.objects.get(entry_id=remembered[0], is_current=True)
+    assert top.reference_count == 1
+    assert RecallEvent.objects.filter(entry_id=remembered[0]).count() == 1
+
+
 def test_the_member_session_recalls_for_itself(member_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
     response = member_api.post(URL, ask(member, userId=None), format="json")
     assert response.status_code == 200, response.content

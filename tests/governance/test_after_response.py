@@ -1,0 +1,51 @@
+"""Work deferred until the answer has gone out (`governance.after_response`)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from governance import after_response
+
+
+@pytest.fixture(autouse=True)
+def outside_a_request():  # type: ignore[no-untyped-def]
+    after_response.run_deferred()
+    yield
+    after_response.run_deferred()
+
+
+def test_outside_a_request_work_runs_at_once() -> None:
+    done: list[str] = []
+    after_response.defer(lambda: done.append("now"))
+    assert done == ["now"]
+
+
+def test_inside_a_request_work_waits_and_runs_in_order() -> None:
+    done: list[int] = []
+    after_response.request_began()
+    after_response.defer(lambda: done.append(1))
+    after_response.defer(lambda: done.append(2))
+    assert done == []
+    after_response.run_deferred()
+    assert done == [1, 2]
+    after_response.run_deferred()  # nothing runs twice
+    assert done == [1, 2]
+
+
+def test_a_failure_is_logged_without_its_message_and_the_rest_still_runs(caplog) -> None:  # type: ignore[no-untyped-def]
+    done: list[str] = []
+
+    def recall_usage() -> None:
+        raise ValueError("Key (body)=(my secret diary) already exists")
+
+    after_response.request_began()
+    after_response.defer(recall_usage)
+    after_response.defer(lambda: done.append("after"))
+    with caplog.at_level(logging.ERROR, logger="iris.after_response"):
+        after_response.run_deferred()
+    assert done == ["after"]
+    (record,) = caplog.records
+    assert record.getMessage() == "after-response work recall_usage failed: ValueError"
+    assert "secret" not in caplog.text
