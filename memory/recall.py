@@ -159,8 +159,8 @@ ORIGIN_WEIGHTS: Mapping[Origin, float] = MappingProxyType(
         Origin.OPERATOR_COPILOT: 0.4,
     }
 )
-# The spec calls 30 days a half-life but computes exp(-age / 30 d); we keep its formula so
-# scores match the contract (at 30 days recency is 1/e, not 1/2).
+# The spec calls 30 days a half-life; its code computes exp(-age / 30 d), which gives 1/e
+# there. Iris keeps the half-life (`_RECENCY_RATE`).
 RECENCY_SCALE = timedelta(days=30)
 REFERENCE_COUNT_SATURATION = 10
 SCORE_DECIMALS = 6
