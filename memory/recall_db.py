@@ -661,7 +661,12 @@ def _fast_resolve(
     for s in streams:
         s.chunk = chunk
     if first_chunk is None and by_terms:
-        everything.chunk = ALL_ROWS_FIRST_CHUNK_FACTOR * chunk
+        factor = (
+            HYBRID_ALL_ROWS_FIRST_CHUNK_FACTOR
+            if effective == "hybrid"
+            else ALL_ROWS_FIRST_CHUNK_FACTOR
+        )
+        everything.chunk = factor * chunk
 
     # Stored embeddings by entry id: on PostgreSQL they come with their rows.
     vectors: dict[str, bytes] = {}
@@ -794,6 +799,12 @@ def _fast_resolve(
 # a first chunk of 24 never let a recall stop after one round, 48 always did (measured in
 # docs/performance.md, "Fourth pass").
 ALL_ROWS_FIRST_CHUNK_FACTOR = 2
+# With the hybrid ranker a row holding no query word may still add up to (1 - w) = 0.5 of
+# the semantic weight on its cosine, so that stream's bound falls later still: three times
+# a term stream's chunk cut a hybrid recall by 13-18 % at 1k and 10k against two, in
+# alternating batches in one process; four and six were slower than three
+# (docs/performance.md, "Sixth pass").
+HYBRID_ALL_ROWS_FIRST_CHUNK_FACTOR = 3
 
 
 def _first_chunk(gated_rows: int) -> int:

@@ -9,7 +9,7 @@
 4. the egress gate: entries whose class may not reach the destination tier are withheld and
    counted by reason in `suppressionCounts`; governance `post_recall` checks what is left;
 5. the answer: `recall.to_wire`, bodies scrubbed of credentials, governance `pre_response`;
-6. in one transaction, before the answer leaves: the governance decisions and the
+6. before the answer leaves, in one INSERT: the governance decisions and the
    `memory.recall.resolved` audit event (which names every returned entry);
 7. once the answer has gone out (`governance.after_response`), in one more transaction:
    the surfaced entries' `referenceCount`/`lastReferencedAt` (one UPDATE) and the member's
@@ -256,7 +256,7 @@ def recall_resolve(
     """One governed recall for `member` (caller has resolved the member for `principal`).
 
     Returns the wire answer. Writes the governance decisions and one audit event in one
-    transaction after the answer is built (a denial is still recorded at once, by
+    statement after the answer is built (a denial is still recorded at once, by
     `govern`); the surfaced entries' reference counts and the recall history follow once
     the answer has gone out (at once outside a request).
     """

@@ -404,3 +404,70 @@ def test_the_all_rows_stream_starts_deeper_so_one_round_suffices(
         assert len(_entries(full)) == 12
         rounds[factor] = fast.rounds
     assert rounds == {1: 2, 2: 1}
+
+
+@pytest.mark.django_db
+def test_the_hybrid_all_rows_stream_starts_deeper_still(
+    require_postgres, member, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """recall_db.HYBRID_ALL_ROWS_FIRST_CHUNK_FACTOR: with the hybrid ranker a row holding no
+    query word may still score on its cosine, so the all-rows stream starts deeper than
+    lexical's; on this member that saves a round, and the answer is the exhaustive
+    pipeline's either way."""
+    import numpy as np
+
+    from memory import embedding
+    from memory.recall_models import MemoryEmbedding
+    from tests.conftest import need_service
+
+    need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
+    encoder = embedding.default_encoder()
+    rows = [
+        _profile_row(
+            member,
+            i,
+            f"entry {i} about " + ("coffee" if i % 40 == 5 else f"topic{i % 23}"),
+            NOW - timedelta(hours=10 * i),
+            origin=list(recall.ORIGIN_WEIGHTS)[i % 6],
+            reference_count=i % 11,
+        )
+        for i in range(400)
+    ]
+    MemoryEntry.objects.bulk_create(rows)
+    # Fixed unit vectors stand in for the bodies' embeddings: the ranker reads stored ones.
+    generator = np.random.default_rng(6)
+    vectors = {}
+    for r in rows:
+        v = generator.standard_normal(embedding.DIMENSION).astype(np.float32)
+        vectors[str(r.entry_id)] = embedding.to_bytes(v / np.linalg.norm(v))
+    MemoryEmbedding.objects.bulk_create(
+        MemoryEmbedding(
+            revision_id=r.revision_id,
+            tenant_id=member.tenant_id,
+            model=embedding.MODEL_NAME,
+            vector=vectors[str(r.entry_id)],
+            created_at=NOW,
+        )
+        for r in rows
+    )
+    prepare = semantic.semantic_for("hybrid")
+    request = _profile_request(member, "coffee", "assistant")
+    rounds = {}
+    for factor in (2, 3):
+        monkeypatch.setattr(recall_db, "HYBRID_ALL_ROWS_FIRST_CHUNK_FACTOR", factor)
+        fast = recall_db.fast_resolve(
+            request, member=member, ranker_name="hybrid", prepare=prepare, encoder=encoder
+        )
+        full = recall_db.exhaustive_resolve(
+            request,
+            member=member,
+            ranker_name="hybrid",
+            prepare=prepare,
+            corpus=fast.corpus,
+            vectors=vectors,
+            encoder=encoder,
+        )
+        assert _entries(fast.result) == _entries(full)
+        assert len(_entries(full)) == 12
+        rounds[factor] = fast.rounds
+    assert rounds == {2: 3, 3: 2}
