@@ -160,7 +160,7 @@ ORIGIN_WEIGHTS: Mapping[Origin, float] = MappingProxyType(
     }
 )
 # The spec calls 30 days a half-life; its code computes exp(-age / 30 d), which gives 1/e
-# there. Iris keeps the half-life (`_RECENCY_RATE`).
+# there. Iris keeps the half-life (`RECENCY_RATE`).
 RECENCY_SCALE = timedelta(days=30)
 REFERENCE_COUNT_SATURATION = 10
 SCORE_DECIMALS = 6
@@ -171,7 +171,7 @@ _W_REFERENCES = WEIGHTS["reference_count"]
 _W_ORIGIN = WEIGHTS["origin"]
 # A true half-life (DESIGN, issue 6): 0.5 at 30 days. The source's exp(-age/30d) gives
 # 1/e there; docs/decisions/recall.md records the choice.
-_RECENCY_RATE = math.log(2) / RECENCY_SCALE.total_seconds()
+RECENCY_RATE = math.log(2) / RECENCY_SCALE.total_seconds()
 
 # The most the semantic term can add; a fast path may skip a row whose
 # `score_without_semantic` plus this cannot beat the k-th score it already holds.
@@ -359,7 +359,7 @@ def recency(candidate: Candidate, now: datetime) -> float:
     age = (now - anchor).total_seconds()
     # A timestamp ahead of `now` (clock skew) counts as fresh, never as more than fresh:
     # the term stays in [0, 1], which the fast path's bound relies on.
-    return 1.0 if age <= 0 else math.exp(-age * _RECENCY_RATE)
+    return 1.0 if age <= 0 else math.exp(-age * RECENCY_RATE)
 
 
 def score_without_semantic(candidate: Candidate, now: datetime) -> float:

@@ -34,11 +34,12 @@ the full counts. docs/performance.md, "Recall latency", records this.
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -412,7 +413,14 @@ def _selected() -> str:
     return f"{_COLUMNS}, {_ANCHOR} AS anchor"
 
 
-def _arm(gates: str, tag: int, where: str, limit: int | None, after: tuple[Any, Any] | None) -> str:
+def _arm(
+    gates: str,
+    tag: int,
+    where: str,
+    limit: int | None,
+    after: tuple[Any, Any] | None,
+    extra: str = "",
+) -> str:
     source = _TABLE
     if where in _INDEXED_ARMS:
         # A term key names its member, which the planner cannot know: it multiplies the
@@ -424,6 +432,8 @@ def _arm(gates: str, tag: int, where: str, limit: int | None, after: tuple[Any, 
     sql += f" WHERE {gates}"
     if where:
         sql += f" AND {where}"
+    if extra:
+        sql += f" AND {extra}"
     if after is not None:
         # The anchor read back is text on PostgreSQL: say what it is.
         at = "%s::timestamptz" if connection.vendor == "postgresql" else "%s"
@@ -438,7 +448,7 @@ def _arm(gates: str, tag: int, where: str, limit: int | None, after: tuple[Any, 
 
 def _statement(
     gates: tuple[str, list[Any]],
-    arms: list[tuple[int, str, list[Any], int | None, Any]],
+    arms: list[tuple[Any, ...]],
     vectors_of: uuid.UUID | None = None,
 ) -> tuple[str, list[Any]]:
     """One round trip: the arms, plus the cluster closure of everything they return, and
@@ -453,14 +463,17 @@ def _statement(
     gate_sql, gate_params = gates
     parts: list[str] = []
     params: list[Any] = []
-    for i, (tag, where, where_params, limit, after) in enumerate(arms):
-        parts.append(f"SELECT * FROM ({_arm(gate_sql, tag, where, limit, after)}) AS arm{i}")  # noqa: S608
+    for i, (tag, where, where_params, limit, after, *rest) in enumerate(arms):
+        extra, extra_params = rest[0] if rest and rest[0] else ("", [])
+        arm = _arm(gate_sql, tag, where, limit, after, extra)
+        parts.append(f"SELECT * FROM ({arm}) AS arm{i}")  # noqa: S608
         # A fenced term arm names the term before the gates (see `_arm`).
         params += (
             [*where_params, *gate_params]
             if where in _INDEXED_ARMS
             else [*gate_params, *where_params]
         )
+        params += extra_params
         if after is not None:
             params += [after[0], after[0], after[1]]
     # `picked` holds the moments as text on PostgreSQL (`_selected`).
@@ -746,14 +759,18 @@ def _fast_resolve(
     # term's reads its few rows from the term index.
     grow: list[_Stream] = list(streams)
     rounds = 0
+    # Once the k-th score is known, streams read on only rows that can still reach it
+    # (`_reach_filter`); that needs the term index to say which query words a row holds.
+    filters = connection.vendor == "postgresql" and (by_terms or effective == "jaccard")
+    beyond: tuple[str, list[Any]] | None = None
     while True:
-        arms: list[tuple[int, str, list[Any], int | None, Any]] = []
+        arms: list[tuple[Any, ...]] = []
         if rounds == 0 and whole is not None:
             arms.append((_WHOLE, whole[0], whole[1], None, None))
         for s in grow:
             if s.key:
                 _choose_access(s, n_rows)
-            arms.append((s.tag, s.where, s.params, s.chunk, s.after))
+            arms.append((s.tag, s.where, s.params, s.chunk, s.after, beyond))
         sql, params = _statement(gates, arms, tenant if inline_vectors else None)
         rows = _fetch(sql, params)
         fresh = take(rows)
@@ -789,6 +806,9 @@ def _fast_resolve(
         grow = _violated(streams, kth, request.now, effective, corpus, qterms, nonmatch)
         if not grow:
             break
+        if filters:
+            base, held = _held_keys(member, effective, streams, corpus, qterms, request.query)
+            beyond = _reach_filter(threshold=kth, now=request.now, base=base, held=held)
     return FastRecall(
         result=result, examined=examined, rounds=rounds, corpus=corpus, revision_of=revision_of
     )
@@ -879,6 +899,98 @@ def _violated(
             pick = min(live[:j], key=lambda s: (s.rows, s.tag)) if j else everything
             grow[pick.tag] = pick
     return list(grow.values())
+
+
+def _held_keys(
+    member: Any,
+    ranker_name: str,
+    streams: list[_Stream],
+    corpus: CorpusStats | None,
+    qterms: Sequence[str],
+    query: str,
+) -> tuple[float, list[tuple[str, float]]]:
+    """`_violated`'s semantic bound, per row: (what a row holding no query key may reach,
+    [(term index key, what holding it may add)]). A non-ASCII body may hold any word (the
+    index keys it as "<member>:"), so it may reach anything."""
+    anything = [(_term_key(member, ""), 1.0)]
+    if ranker_name == "jaccard":
+        tokens = sorted(recall.tokens(query))
+        return 0.0, [*anything, *((_term_key(member, JACCARD_MARK + t), 1.0) for t in tokens)]
+    shares = [(s.key, _weight(s, corpus, qterms)) for s in streams[1:]]
+    if ranker_name == "hybrid":
+        weight = semantic.HYBRID_LEXICAL_WEIGHT
+        base = weight * _BOUND_SLACK + (1.0 - weight)
+        return base, [*anything, *((key, weight * share) for key, share in shares)]
+    return _BOUND_SLACK, [*anything, *shares]
+
+
+def _literal(value: float) -> str:
+    # A number this module computed, as an SQL float literal (never caller text).
+    return f"{float(value)!r}::float8"
+
+
+def _static_sql() -> str:
+    """`recall.score_without_semantic` in SQL; parameters: now, now."""
+    origins = " ".join(
+        f"WHEN '{origin.value}' THEN {_literal(weight)}"
+        for origin, weight in recall.ORIGIN_WEIGHTS.items()
+    )
+    best = _literal(max(recall.ORIGIN_WEIGHTS.values()))
+    # exp() raises on underflow; a row that old scores 0 on recency either way.
+    recency = (
+        f"CASE WHEN {_ANCHOR} >= %s::timestamptz THEN 1.0::float8 ELSE exp(GREATEST(-700.0, "
+        f"-EXTRACT(EPOCH FROM (%s::timestamptz - {_ANCHOR}))::float8 "
+        f"* {_literal(recall.RECENCY_RATE)})) END"
+    )
+    saturation = _literal(recall.REFERENCE_COUNT_SATURATION)
+    return (
+        f"({_literal(recall.WEIGHTS['recency'])} * ({recency}) "
+        f"+ {_literal(recall.WEIGHTS['reference_count'])} "
+        f"* LEAST(1.0::float8, GREATEST(reference_count, 0)::float8 / {saturation}) "
+        f"+ {_literal(recall.WEIGHTS['origin'])} * (CASE origin {origins} ELSE {best} END))"
+    )
+
+
+# Scores are rounded to 6 places; the filter keeps rows this far under the k-th score too,
+# which covers that and float noise between SQL and Python.
+_REACH_MARGIN = 1e-5
+
+
+def _reach_filter(
+    *, threshold: float, now: datetime, base: float, held: Sequence[tuple[str, float]]
+) -> tuple[str, list[Any]] | None:
+    """A condition every row that can still score `threshold` (the k-th score so far)
+    meets: recency, references and origin exact, the semantic term at most `base` plus `c`
+    for each (key, c) in `held` whose key the row's `recall_terms` holds (at most 1), and
+    an anchor no older than the best such row could have.
+
+    A stream read on under it hands over only rows that can still reach the top k, and
+    stops where they stop: the rows it passes over cannot beat the k-th score now, nor
+    later (the k-th score only rises as rows are added, since the cluster closure already
+    holds every row that could knock a fetched one out). So the stream's position and
+    "exhausted" keep their meaning for `_violated`. None when the anchor is unbounded (an
+    open walk could read every row of the member): the stream then reads on unfiltered.
+    """
+    cut = threshold - _REACH_MARGIN
+    best = min(1.0, base + sum(c for _, c in held))
+    rest = cut - _bound(datetime.min.replace(tzinfo=now.tzinfo), now, best)
+    if rest <= 0.0:
+        return None
+    weight = recall.WEIGHTS["recency"]
+    # The oldest anchor that can still make it, a second early: read a row more, never fewer.
+    age = -math.log(rest / weight) / recall.RECENCY_RATE if rest < weight else 0.0
+    floor = now - timedelta(seconds=age + 1.0)
+    holds = "".join(
+        f" + (CASE WHEN strpos(' ' || recall_terms || ' ', %s) > 0 THEN {_literal(c)} "
+        "ELSE 0.0::float8 END)"
+        for _, c in held
+    )
+    sql = (
+        f"{_ANCHOR} >= %s::timestamptz AND {_static_sql()} "
+        f"+ {_literal(recall.WEIGHTS['semantic'])} * LEAST(1.0::float8, {_literal(base)}{holds}) "
+        f">= {_literal(cut)}"
+    )
+    return sql, [floor, now, now, *(f" {key} " for key, _ in held)]
 
 
 def _weight(stream: _Stream, corpus: CorpusStats | None, qterms: Sequence[str]) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -128,13 +129,18 @@ def _entries(result: recall.RecallResult) -> list[dict[str, Any]]:
 RANKERS = ["jaccard", "lexical"]
 
 
+def _generated(examples: int) -> Any:
+    """A hypothesis test drawing its data inside a database test, `examples` times."""
+    configure = settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    return lambda test: configure(given(data=st.data())(test))
+
+
 @pytest.mark.django_db
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(data=st.data())
+@_generated(40)
 def test_fast_path_equals_the_exhaustive_pipeline(member, other_member, data) -> None:  # type: ignore[no-untyped-def]
     draw = data.draw
     with transaction.atomic():
@@ -144,17 +150,7 @@ def test_fast_path_equals_the_exhaustive_pipeline(member, other_member, data) ->
         MemoryEntry.objects.bulk_create(rows)
         request = _request(member, draw)
         name = draw(st.sampled_from(RANKERS))
-        prepare = semantic.semantic_for(name)
-        fast = recall_db.fast_resolve(
-            request,
-            member=member,
-            ranker_name=name,
-            prepare=prepare,
-            first_chunk=draw(st.integers(1, 3)),
-        )
-        full = recall_db.exhaustive_resolve(
-            request, member=member, ranker_name=name, prepare=prepare, corpus=fast.corpus
-        )
+        fast, full = _both_paths(request, member, name, first_chunk=draw(st.integers(1, 3)))
         assert _entries(fast.result) == _entries(full)
         assert fast.result.audit_envelope.returned_ids == full.audit_envelope.returned_ids
         if name == "lexical":
@@ -168,12 +164,37 @@ def test_fast_path_equals_the_exhaustive_pipeline(member, other_member, data) ->
         transaction.set_rollback(True)
 
 
+def _both_paths(
+    request: recall.RecallRequest,
+    member: Any,
+    name: str,
+    *,
+    first_chunk: int,
+    vectors: dict[str, bytes] | None = None,
+) -> tuple[recall_db.FastRecall, recall.RecallResult]:
+    """The fast path and the exhaustive pipeline over the same request and statistics."""
+    prepare = semantic.semantic_for(name)
+    fast = recall_db.fast_resolve(
+        request, member=member, ranker_name=name, prepare=prepare, first_chunk=first_chunk
+    )
+    full = recall_db.exhaustive_resolve(
+        request,
+        member=member,
+        ranker_name=name,
+        prepare=prepare,
+        corpus=fast.corpus,
+        vectors=vectors,
+    )
+    return fast, full
+
+
 def _profile_row(member: Any, i: int, body: str, updated: datetime, **extra: Any) -> MemoryEntry:
     """Row `i` of a member's profile: active, current, one revision."""
     uid = str(member.public_id)
     fields: dict[str, Any] = {
         "origin": "user-stated",
         "reference_count": 0,
+        "subject": "",
         "created_at": updated,
         "updated_at": updated,
         **extra,
@@ -188,7 +209,6 @@ def _profile_row(member: Any, i: int, body: str, updated: datetime, **extra: Any
         category="preference",
         body=body,
         body_fingerprint=f"{i:064d}",
-        subject="",
         lifecycle="active",
         consents=[],
         provenance_chain=[],
@@ -320,7 +340,6 @@ def test_hybrid_fast_path_uses_the_stored_vectors(member) -> None:  # type: igno
     # without one is embedded. One row's stored vector is another text's, on purpose: a
     # path that re-embedded instead would rank it differently from the reference.
     from memory import embedding
-    from memory.recall_models import MemoryEmbedding
     from tests.conftest import need_service
 
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
@@ -342,16 +361,7 @@ def test_hybrid_fast_path_uses_the_stored_vectors(member) -> None:  # type: igno
     stored[str(rows[3].entry_id)] = embedding.to_bytes(
         encoder.encode_one("I relocated to Portugal's capital", cache=False)
     )
-    MemoryEmbedding.objects.bulk_create(
-        MemoryEmbedding(
-            revision_id=r.revision_id,
-            tenant_id=member.tenant_id,
-            model=embedding.MODEL_NAME,
-            vector=stored[str(r.entry_id)],
-            created_at=NOW,
-        )
-        for r in rows[:4]
-    )
+    _store_vectors(member, rows[:4], stored)
     prepare = semantic.semantic_for("hybrid")
     request = _profile_request(member, "where did I move to", "assistant")
     fast = recall_db.fast_resolve(
@@ -414,10 +424,8 @@ def test_the_hybrid_all_rows_stream_starts_deeper_still(
     query word may still score on its cosine, so the all-rows stream starts deeper than
     lexical's; on this member that saves a round, and the answer is the exhaustive
     pipeline's either way."""
-    import numpy as np
 
     from memory import embedding
-    from memory.recall_models import MemoryEmbedding
     from tests.conftest import need_service
 
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
@@ -434,22 +442,7 @@ def test_the_hybrid_all_rows_stream_starts_deeper_still(
         for i in range(400)
     ]
     MemoryEntry.objects.bulk_create(rows)
-    # Fixed unit vectors stand in for the bodies' embeddings: the ranker reads stored ones.
-    generator = np.random.default_rng(6)
-    vectors = {}
-    for r in rows:
-        v = generator.standard_normal(embedding.DIMENSION).astype(np.float32)
-        vectors[str(r.entry_id)] = embedding.to_bytes(v / np.linalg.norm(v))
-    MemoryEmbedding.objects.bulk_create(
-        MemoryEmbedding(
-            revision_id=r.revision_id,
-            tenant_id=member.tenant_id,
-            model=embedding.MODEL_NAME,
-            vector=vectors[str(r.entry_id)],
-            created_at=NOW,
-        )
-        for r in rows
-    )
+    vectors = _store_unit_vectors(member, rows, seed=6)
     prepare = semantic.semantic_for("hybrid")
     request = _profile_request(member, "coffee", "assistant")
     rounds = {}
@@ -471,3 +464,117 @@ def test_the_hybrid_all_rows_stream_starts_deeper_still(
         assert len(_entries(full)) == 12
         rounds[factor] = fast.rounds
     assert rounds == {2: 3, 3: 2}
+
+
+STATIC_CASES = [
+    # (anchor offset from NOW, reference_count, origin)
+    (timedelta(days=2), 0, "user-stated"),  # ahead of the clock: fresh, never fresher
+    (timedelta(0), 3, "user-confirmed"),
+    (-timedelta(seconds=1), 10, "summarized-from-session"),
+    (-timedelta(days=30), 12, "imported"),
+    (-timedelta(days=400, microseconds=7), 1, "model-inferred"),
+    (-timedelta(days=365 * 2000), 5, "operator-copilot"),  # exp would underflow
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("offset", "references", "origin"), STATIC_CASES)
+def test_the_sql_bound_scores_a_row_as_the_pipeline_does(
+    require_postgres, member, offset, references, origin
+) -> None:  # type: ignore[no-untyped-def]
+    """`recall_db._static_sql` is `recall.score_without_semantic` in SQL: the filter on
+    streams read after the first round relies on it never falling below Python's value."""
+    from django.db import connection
+
+    row = _profile_row(member, 1, "tea", NOW + offset, origin=origin, reference_count=references)
+    MemoryEntry.objects.bulk_create([row])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {recall_db._static_sql()} FROM memory_memoryentry WHERE revision_id = %s",  # noqa: S608
+            [NOW, NOW, row.revision_id],
+        )
+        (in_sql,) = cursor.fetchone()
+    from memory.selectors import recall_candidates
+
+    (candidate,) = recall_candidates(
+        tenant_id=member.tenant_id, member=member, scope_keys=[f"profile:{member.public_id}"]
+    )
+    assert in_sql == pytest.approx(recall.score_without_semantic(candidate, NOW), abs=1e-12)
+
+
+def _recent_row(member: Any, draw: Any, n: int) -> MemoryEntry:
+    """A profile row from the last weeks, so that the k-th score is high and the streams
+    read after the first round are filtered (`recall_db._reach_filter`)."""
+    body = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)))
+    updated = NOW - timedelta(hours=draw(st.integers(0, 24 * 60)))
+    referenced = draw(
+        st.sampled_from([None, None, NOW - timedelta(hours=draw(st.integers(0, 48)))])
+    )
+    return _profile_row(
+        member,
+        n,
+        body,
+        updated,
+        origin=draw(st.sampled_from(list(recall.ORIGIN_WEIGHTS))),
+        reference_count=draw(st.integers(0, 12)),
+        last_referenced_at=referenced,
+        subject=draw(st.sampled_from(["", "", "", "drink", "home"])),
+    )
+
+
+@pytest.mark.django_db
+@_generated(25)
+def test_streams_read_on_under_the_k_th_score_still_equal_the_exhaustive_pipeline(
+    require_postgres, member, data
+) -> None:  # type: ignore[no-untyped-def]
+    from memory import embedding
+    from tests.conftest import need_service
+
+    need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
+    draw = data.draw
+    with transaction.atomic():
+        rows = [_recent_row(member, draw, i) for i in range(draw(st.integers(20, 90)))]
+        MemoryEntry.objects.bulk_create(rows)
+        vectors = _store_unit_vectors(member, rows, seed=draw(st.integers(0, 1000)))
+        query = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)))
+        request = replace(
+            _profile_request(member, query, "assistant"), limit=draw(st.sampled_from([None, 3]))
+        )
+        name = draw(st.sampled_from(["jaccard", "lexical", "hybrid"]))
+        fast, full = _both_paths(
+            request, member, name, first_chunk=draw(st.integers(1, 4)), vectors=vectors
+        )
+        assert _entries(fast.result) == _entries(full)
+        transaction.set_rollback(True)
+
+
+def _store_unit_vectors(member: Any, rows: list[MemoryEntry], *, seed: int) -> dict[str, bytes]:
+    """Fixed unit vectors stand in for the bodies' embeddings (the ranker reads stored
+    ones); returns them by entry id, as `exhaustive_resolve` takes them."""
+    import numpy as np
+
+    from memory import embedding
+
+    generator = np.random.default_rng(seed)
+    vectors = {}
+    for r in rows:
+        v = generator.standard_normal(embedding.DIMENSION).astype(np.float32)
+        vectors[str(r.entry_id)] = embedding.to_bytes(v / np.linalg.norm(v))
+    _store_vectors(member, rows, vectors)
+    return vectors
+
+
+def _store_vectors(member: Any, rows: list[MemoryEntry], vectors: dict[str, bytes]) -> None:
+    from memory import embedding
+    from memory.recall_models import MemoryEmbedding
+
+    MemoryEmbedding.objects.bulk_create(
+        MemoryEmbedding(
+            revision_id=r.revision_id,
+            tenant_id=member.tenant_id,
+            model=embedding.MODEL_NAME,
+            vector=vectors[str(r.entry_id)],
+            created_at=NOW,
+        )
+        for r in rows
+    )
