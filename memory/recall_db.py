@@ -15,7 +15,9 @@ an exhaustive run over every row (tests/memory/test_recall_fast_path.py proves i
 3. **Recency streams**: all gated rows by `COALESCE(last_referenced_at, updated_at)`
    descending, and on PostgreSQL, when a bound needs it, the rows holding one query term in
    the same order (GIN term index). Streams grow in doubling chunks until every term set an
-   unseen row could hold is bounded strictly below the k-th score (`_violated`).
+   unseen row could hold is bounded strictly below the k-th score (`_violated`). Once the
+   k-th score is known, a chunk read on hands over only rows whose score, bounded row by
+   row in SQL, can still reach it (`_reach_filter`).
 4. **Cluster closure**, in the same statement: every gated row sharing (category, subject)
    with a fetched row and at least as recent, because dedupe keeps the most recent row of
    a cluster whatever its score.
