@@ -326,11 +326,24 @@ def test_the_reads_reuse_generic_plans_and_leave_the_connection_as_it_was(
 
 
 @pytest.mark.parametrize(
-    ("gated", "chunk"),
-    [(0, 24), (947, 24), (4_800, 24), (9_524, 47), (20_000, 100), (47_464, 128), (10**6, 128)],
+    ("gated", "ranker", "chunk"),
+    [
+        (0, "lexical", 24),
+        (947, "lexical", 24),
+        (4_800, "lexical", 24),
+        (9_524, "lexical", 47),
+        (20_000, "lexical", 100),
+        (47_464, "lexical", 128),
+        (10**6, "lexical", 128),
+        (947, "hybrid", 24),
+        (9_524, "hybrid", 24),
+        (20_000, "hybrid", 50),
+        (47_464, "hybrid", 118),
+        (10**6, "hybrid", 128),
+    ],
 )
-def test_the_first_chunk_grows_with_the_member(gated: int, chunk: int) -> None:
-    assert recall_db._first_chunk(gated) == chunk
+def test_the_first_chunk_grows_with_the_member(gated: int, ranker: str, chunk: int) -> None:
+    assert recall_db._first_chunk(gated, ranker) == chunk
 
 
 @pytest.mark.django_db
