@@ -169,7 +169,7 @@ def _both_paths(
     member: Any,
     name: str,
     *,
-    first_chunk: int,
+    first_chunk: int | None = None,
     vectors: dict[str, bytes] | None = None,
 ) -> tuple[recall_db.FastRecall, recall.RecallResult]:
     """The fast path and the exhaustive pipeline over the same request and statistics."""
@@ -186,6 +186,24 @@ def _both_paths(
         vectors=vectors,
     )
     return fast, full
+
+
+def _spread_member(member: Any, hours_apart: int) -> list[MemoryEntry]:
+    """400 profile rows, one every `hours_apart` hours back from NOW, one in 40 about
+    coffee, with every origin and reference count; stored, and returned."""
+    rows = [
+        _profile_row(
+            member,
+            i,
+            f"entry {i} about " + ("coffee" if i % 40 == 5 else f"topic{i % 23}"),
+            NOW - timedelta(hours=hours_apart * i),
+            origin=list(recall.ORIGIN_WEIGHTS)[i % 6],
+            reference_count=i % 11,
+        )
+        for i in range(400)
+    ]
+    MemoryEntry.objects.bulk_create(rows)
+    return rows
 
 
 def _profile_row(member: Any, i: int, body: str, updated: datetime, **extra: Any) -> MemoryEntry:
@@ -400,29 +418,12 @@ def test_the_all_rows_stream_starts_deeper_so_one_round_suffices(
     """recall_db.ALL_ROWS_FIRST_CHUNK_FACTOR: rows holding no query word are bounded only by
     recency, so the all-rows stream's first chunk is twice a term stream's; on this member a
     first chunk of the term streams' size needs a second round, twice that does not."""
-    rows = [
-        _profile_row(
-            member,
-            i,
-            f"entry {i} about " + ("coffee" if i % 40 == 5 else f"topic{i % 23}"),
-            NOW - timedelta(hours=20 * i),
-            origin=list(recall.ORIGIN_WEIGHTS)[i % 6],
-            reference_count=i % 11,
-        )
-        for i in range(400)
-    ]
-    MemoryEntry.objects.bulk_create(rows)
-    prepare = semantic.semantic_for("lexical")
+    _spread_member(member, hours_apart=20)
     request = _profile_request(member, "coffee", "assistant")
     rounds = {}
     for factor in (1, 2):
         monkeypatch.setattr(recall_db, "ALL_ROWS_FIRST_CHUNK_FACTOR", factor)
-        fast = recall_db.fast_resolve(
-            request, member=member, ranker_name="lexical", prepare=prepare
-        )
-        full = recall_db.exhaustive_resolve(
-            request, member=member, ranker_name="lexical", prepare=prepare, corpus=fast.corpus
-        )
+        fast, full = _both_paths(request, member, "lexical")
         assert _entries(fast.result) == _entries(full)
         assert len(_entries(full)) == 12
         rounds[factor] = fast.rounds
@@ -437,42 +438,16 @@ def test_the_hybrid_all_rows_stream_starts_deeper_still(
     query word may still score on its cosine, so the all-rows stream starts deeper than
     lexical's; on this member that saves a round, and the answer is the exhaustive
     pipeline's either way."""
-
     from memory import embedding
     from tests.conftest import need_service
 
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
-    encoder = embedding.default_encoder()
-    rows = [
-        _profile_row(
-            member,
-            i,
-            f"entry {i} about " + ("coffee" if i % 40 == 5 else f"topic{i % 23}"),
-            NOW - timedelta(hours=10 * i),
-            origin=list(recall.ORIGIN_WEIGHTS)[i % 6],
-            reference_count=i % 11,
-        )
-        for i in range(400)
-    ]
-    MemoryEntry.objects.bulk_create(rows)
-    vectors = _store_unit_vectors(member, rows, seed=6)
-    prepare = semantic.semantic_for("hybrid")
+    vectors = _store_unit_vectors(member, _spread_member(member, hours_apart=10), seed=6)
     request = _profile_request(member, "coffee", "assistant")
     rounds = {}
     for factor in (2, 3):
         monkeypatch.setattr(recall_db, "HYBRID_ALL_ROWS_FIRST_CHUNK_FACTOR", factor)
-        fast = recall_db.fast_resolve(
-            request, member=member, ranker_name="hybrid", prepare=prepare, encoder=encoder
-        )
-        full = recall_db.exhaustive_resolve(
-            request,
-            member=member,
-            ranker_name="hybrid",
-            prepare=prepare,
-            corpus=fast.corpus,
-            vectors=vectors,
-            encoder=encoder,
-        )
+        fast, full = _both_paths(request, member, "hybrid", vectors=vectors)
         assert _entries(fast.result) == _entries(full)
         assert len(_entries(full)) == 12
         rounds[factor] = fast.rounds
