@@ -448,9 +448,16 @@ def _arm(
     return sql
 
 
+# An arm of `_statement`: stream tag, index condition and its parameters, chunk (None: all),
+# the raw (anchor, entry id) to read on after, and an extra condition with its parameters.
+_ArmSpec = tuple[
+    int, str, list[Any], int | None, tuple[Any, Any] | None, tuple[str, list[Any]] | None
+]
+
+
 def _statement(
     gates: tuple[str, list[Any]],
-    arms: list[tuple[Any, ...]],
+    arms: list[_ArmSpec],
     vectors_of: uuid.UUID | None = None,
 ) -> tuple[str, list[Any]]:
     """One round trip: the arms, plus the cluster closure of everything they return, and
@@ -465,8 +472,8 @@ def _statement(
     gate_sql, gate_params = gates
     parts: list[str] = []
     params: list[Any] = []
-    for i, (tag, where, where_params, limit, after, *rest) in enumerate(arms):
-        extra, extra_params = rest[0] if rest and rest[0] else ("", [])
+    for i, (tag, where, where_params, limit, after, also) in enumerate(arms):
+        extra, extra_params = also or ("", [])
         arm = _arm(gate_sql, tag, where, limit, after, extra)
         parts.append(f"SELECT * FROM ({arm}) AS arm{i}")  # noqa: S608
         # A fenced term arm names the term before the gates (see `_arm`).
@@ -766,9 +773,9 @@ def _fast_resolve(
     filters = connection.vendor == "postgresql" and (by_terms or effective == "jaccard")
     beyond: tuple[str, list[Any]] | None = None
     while True:
-        arms: list[tuple[Any, ...]] = []
+        arms: list[_ArmSpec] = []
         if rounds == 0 and whole is not None:
-            arms.append((_WHOLE, whole[0], whole[1], None, None))
+            arms.append((_WHOLE, whole[0], whole[1], None, None, None))
         for s in grow:
             if s.key:
                 _choose_access(s, n_rows)
