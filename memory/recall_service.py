@@ -380,7 +380,7 @@ def _record(
     revisions = [revision_of[e.candidate.entry_id] for e in result.entries]
 
     def recall_usage() -> None:
-        with transaction.atomic():
+        with transaction.atomic(durable=True):
             _bump_references(member, revisions, now)
             _record_history(member, request, result)
 
