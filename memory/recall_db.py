@@ -444,7 +444,7 @@ def _arm(
         # stopped instead of sorting every gated row again (16 ms of a 10k round).
         sql += f" AND {_ANCHOR} <= {at} AND ({_ANCHOR} < {at} OR entry_id > %s)"
     if limit is not None:
-        sql += f" ORDER BY {_ORDER} LIMIT {int(limit)}"
+        sql += f" ORDER BY {_ORDER} LIMIT %s"
     return sql
 
 
@@ -485,6 +485,8 @@ def _statement(
         params += extra_params
         if after is not None:
             params += [after[0], after[0], after[1]]
+        if limit is not None:
+            params.append(int(limit))
     # `picked` holds the moments as text on PostgreSQL (`_selected`).
     since = "updated_at::timestamptz" if connection.vendor == "postgresql" else "updated_at"
     pairs = (
@@ -999,17 +1001,19 @@ def _reach_filter(
     # The oldest anchor that can still make it, a second early: read a row more, never fewer.
     age = -math.log(rest / weight) / recall.RECENCY_RATE if rest < weight else 0.0
     floor = now - timedelta(seconds=age + 1.0)
-    holds = "".join(
-        f" + (CASE WHEN strpos(' ' || recall_terms || ' ', %s) > 0 THEN {_literal(c)} "
+    # The per-query numbers are parameters, so the text repeats from one recall to the
+    # next and PostgreSQL plans it once (as literals, every round 2 was planned afresh).
+    holds = (
+        " + (CASE WHEN strpos(' ' || recall_terms || ' ', %s) > 0 THEN %s::float8 "
         "ELSE 0.0::float8 END)"
-        for _, c in held
-    )
+    ) * len(held)
     sql = (
         f"{_ANCHOR} >= %s::timestamptz AND {_static_sql()} "
-        f"+ {_literal(recall.WEIGHTS['semantic'])} * LEAST(1.0::float8, {_literal(base)}{holds}) "
-        f">= {_literal(cut)}"
+        f"+ {_literal(recall.WEIGHTS['semantic'])} * LEAST(1.0::float8, %s::float8{holds}) "
+        ">= %s::float8"
     )
-    return sql, [floor, now, now, *(f" {key} " for key, _ in held)]
+    shares = [value for key, c in held for value in (f" {key} ", c)]
+    return sql, [floor, now, now, base, *shares, cut]
 
 
 def _weight(stream: _Stream, corpus: CorpusStats | None, qterms: Sequence[str]) -> float:
