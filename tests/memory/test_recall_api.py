@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from governance.models import AuditEvent
 from memory.models import MemoryEntry
 from memory.recall_models import RecallEvent
-from memory.recall_service import AUDIT_ACTION, POLICY_ID, recent_recalls
+from memory.recall_service import AUDIT_ACTION, POLICY_ID, _bump_references, recent_recalls
 from memory.services import memory_write
 from tests.helpers_db import run_together
 from tests.memory.helpers import as_member, draft, grant_storage
@@ -323,3 +324,61 @@ def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, memb
     # Every one of the 20 recalls surfaced all three entries, and no bump was lost.
     assert sorted(counts) == [20, 20, 20]
     assert RecallEvent.objects.filter(member=member).count() == 60
+
+
+_BUMP_AT = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        (None, _BUMP_AT),  # never referenced
+        (_BUMP_AT - timedelta(minutes=5), _BUMP_AT),
+        (_BUMP_AT - timedelta(seconds=61), _BUMP_AT),
+        (_BUMP_AT - timedelta(seconds=60), _BUMP_AT - timedelta(seconds=60)),  # within a minute
+        (_BUMP_AT - timedelta(seconds=1), _BUMP_AT - timedelta(seconds=1)),
+        (_BUMP_AT + timedelta(seconds=30), _BUMP_AT + timedelta(seconds=30)),  # never moves back
+    ],
+)
+def test_a_bump_counts_every_recall_and_moves_the_time_to_the_minute(  # type: ignore[no-untyped-def]
+    member, remembered, stored, expected
+) -> None:
+    MemoryEntry.objects.filter(member=member).update(reference_count=3, last_referenced_at=stored)
+    current = MemoryEntry.objects.get(entry_id=remembered[0], is_current=True)
+    _bump_references(member, [current.revision_id], _BUMP_AT)
+    current.refresh_from_db()
+    assert current.reference_count == 4
+    assert current.last_referenced_at == expected
+    others = MemoryEntry.objects.filter(entry_id__in=remembered[1:], is_current=True)
+    assert {(e.reference_count, e.last_referenced_at) for e in others} == {(3, stored)}
+
+
+def test_a_bump_within_the_minute_adds_no_index_entry(  # type: ignore[no-untyped-def]
+    require_postgres, member, remembered
+) -> None:
+    # HOT: the new row version stays on its page and no index gets an entry for it. That
+    # needs room on the page (migration 0007) and every indexed column unchanged.
+    from django.db import connection
+
+    revisions = list(
+        MemoryEntry.objects.filter(member=member, is_current=True).values_list(
+            "revision_id", flat=True
+        )
+    )
+
+    def hot_updates() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_stat_get_xact_tuples_hot_updated('memory_memoryentry'::regclass)"
+            )
+            return int(cursor.fetchone()[0])
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'memory_memoryentry'")
+        assert cursor.fetchone()[0] == ["fillfactor=85"]
+    _bump_references(member, revisions, _BUMP_AT)  # the time moves: a new index entry each
+    before = hot_updates()
+    _bump_references(member, revisions, _BUMP_AT + timedelta(seconds=30))
+    assert hot_updates() - before == len(revisions) == 3
+    counts = MemoryEntry.objects.filter(member=member, is_current=True)
+    assert {(e.reference_count, e.last_referenced_at) for e in counts} == {(2, _BUMP_AT)}
