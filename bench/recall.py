@@ -47,8 +47,9 @@ FILLER_SIZE = 10_000
 # rows' adapter scope is one the assistant surface consumes (v1's was not, so every HTTP
 # recall it measured returned nothing). 3: rows carry their stored recall terms. 4: and
 # their Jaccard tokens (migration 0006). 5: the measured members' usage columns are kept
-# aside (`USAGE_TABLE`) and put back before each run.
-SEED_VERSION = 5
+# aside (`USAGE_TABLE`) and put back before each run. 6: pages keep room for HOT usage
+# bumps (memory migration 0007 sets the fillfactor before the COPY fills them).
+SEED_VERSION = 6
 # Every recall bumps the reference count and time of what it returns, and the fast path's
 # stopping bound falls with recency: after a few thousand recalls every row of the 1k
 # member had been referenced within the hour and a hybrid recall took 65 ms instead of 25.
