@@ -7,6 +7,9 @@ the rest are spread over filler members. Then, for each of the three, prints JSO
 
 - `pure`: `recall.resolve` over the member's candidates already in memory (no database);
 - `fast`: `recall_db.fast_resolve` in-process (the database work plus the pipeline);
+- `snapshot`: `recall_snapshot.resolve_cached` in-process, what the endpoint runs (the
+  worker's snapshot of the member, caught up, ranked, the best rows read back), with what
+  building the snapshot cost on the first recall;
 - `http`: `POST /api/v1/recall` against a real gunicorn (sequential, then 8 clients).
 
 Each line has p50/p95/p99 in milliseconds and peak RSS. Run:
@@ -263,6 +266,9 @@ def seed(rows: int) -> dict[str, object]:
         for _, definition in defs:
             conn.execute(definition)
         conn.execute("CLUSTER memory_memoryentry USING memory_entry_lookup")
+        # The COPY's rows went through the change log's trigger (memory migration 0008);
+        # no snapshot has seen them, so a snapshot builds from the table itself.
+        conn.execute("TRUNCATE memory_recallchange")
         conn.execute(f"DROP TABLE IF EXISTS {USAGE_TABLE}")
         conn.execute(
             f"CREATE TABLE {USAGE_TABLE} AS SELECT revision_id, reference_count, "  # noqa: S608
@@ -387,7 +393,7 @@ def stored_vectors(member: object) -> dict[str, bytes]:
 
 
 def bench_in_process(size: int, member_uid: str, ranker: str, n: int) -> None:
-    from memory import recall, recall_db, semantic
+    from memory import recall, recall_db, recall_snapshot, semantic
     from memory.selectors import recall_candidates
 
     rng = random.Random(size)
@@ -399,7 +405,11 @@ def bench_in_process(size: int, member_uid: str, ranker: str, n: int) -> None:
     # The stored vectors, as the fast path reads them: without them the hybrid ranker would
     # embed every candidate on every query (minutes per query at 10k).
     extra = {"vectors": stored_vectors(member)} if ranker == "hybrid" else {}
-    pure, fast, examined = [], [], []
+    recall_snapshot.clear()
+    t = time.perf_counter()
+    recall_snapshot.resolve_cached(req, member=member, ranker_name=ranker, prepare=prepare)
+    build_ms = (time.perf_counter() - t) * 1000
+    pure, fast, examined, snap, snap_examined = [], [], [], [], []
     for _ in range(n):
         _, req = request_for(member_uid, query_for(rng))
         t = time.perf_counter()
@@ -414,6 +424,12 @@ def bench_in_process(size: int, member_uid: str, ranker: str, n: int) -> None:
         out = recall_db.fast_resolve(req, member=member, ranker_name=ranker, prepare=prepare)
         fast.append((time.perf_counter() - t) * 1000)
         examined.append(out.examined)
+        t = time.perf_counter()
+        out = recall_snapshot.resolve_cached(
+            req, member=member, ranker_name=ranker, prepare=prepare
+        )
+        snap.append((time.perf_counter() - t) * 1000)
+        snap_examined.append(out.examined)
     emit(
         bench="recall",
         kind="pure",
@@ -432,6 +448,17 @@ def bench_in_process(size: int, member_uid: str, ranker: str, n: int) -> None:
         n=n,
         **pct(fast),
         examined_mean=round(statistics.mean(examined), 1),
+        peak_rss_mb=peak_rss_mb(),
+    )
+    emit(
+        bench="recall",
+        kind="snapshot",
+        ranker=ranker,
+        entries=size,
+        n=n,
+        **pct(snap),
+        build_ms=round(build_ms, 1),
+        examined_mean=round(statistics.mean(snap_examined), 1),
         peak_rss_mb=peak_rss_mb(),
     )
 
@@ -579,7 +606,9 @@ def main() -> None:
     try:
         for size in sizes:
             uid = state["members"][str(size)]
-            http_clients(port, state["token"], uid, 16, 8)  # warm both workers
+            # Warm every worker: each builds its own snapshot of the member on its first
+            # recall of them (memory.recall_snapshot; `snapshot` above says what it costs).
+            http_clients(port, state["token"], uid, 64, 8)
             seq = http_clients(port, state["token"], uid, args.requests, 1)
             emit(
                 bench="recall",

@@ -28,4 +28,8 @@ BEAT_SCHEDULE: dict[str, dict] = {
     "memory-purge": {"task": "memory.tasks.purge", "schedule": crontab(minute="*/30")},
     "memory-decay": {"task": "memory.tasks.decay", "schedule": crontab(minute=17, hour=3)},
     "memory-expire": {"task": "memory.tasks.expire", "schedule": crontab(minute="*/10")},
+    "memory-recall-changes": {
+        "task": "memory.tasks.prune_recall_changes",
+        "schedule": crontab(minute="*/5"),
+    },
 }

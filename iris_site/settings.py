@@ -220,6 +220,14 @@ IRIS_RECALL_SEMANTIC = env_str("IRIS_RECALL_SEMANTIC", "jaccard")
 # Seconds a process keeps BM25's collection statistics of one member's gated rows (0: count
 # them on every recall). They weigh the lexical score only; docs/decisions/recall.md.
 IRIS_RECALL_STATS_SECONDS = float(env_str("IRIS_RECALL_STATS_SECONDS", "30"))
+# Recall ranks from a per-worker snapshot of each member's rows, kept current by the change
+# log (memory.recall_snapshot, docs/decisions/recall.md): on/off, seconds before a snapshot
+# is rebuilt from scratch, rows a worker holds over all members, and how long the change
+# log keeps a change (longer than a snapshot lives).
+IRIS_RECALL_SNAPSHOT = env_bool("IRIS_RECALL_SNAPSHOT", True)
+IRIS_RECALL_SNAPSHOT_SECONDS = float(env_str("IRIS_RECALL_SNAPSHOT_SECONDS", "600"))
+IRIS_RECALL_SNAPSHOT_ROWS = env_int("IRIS_RECALL_SNAPSHOT_ROWS", 100_000)
+IRIS_RECALL_CHANGES_KEEP_SECONDS = env_int("IRIS_RECALL_CHANGES_KEEP_SECONDS", 3600)
 # The governance kernel (docs/decisions/governance-kernel.md).
 IRIS_SIDE_EFFECT_LEDGER = env_bool("IRIS_SIDE_EFFECT_LEDGER", True)
 IRIS_SIDE_EFFECT_LEDGER_ALL = env_bool("IRIS_SIDE_EFFECT_LEDGER_ALL", False)

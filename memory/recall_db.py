@@ -39,7 +39,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -729,37 +729,22 @@ def _fast_resolve(
             stream.anchor = oldest
         stream.chunk = min(stream.chunk * 2, MAX_CHUNK)
 
-    # A row's semantic value depends only on (query, row, corpus), never on the pool
-    # (memory.semantic), so each row is prepared once, however many rounds the scan takes.
-    values: dict[str, float] = {}
+    def vectors_for(fresh: list[recall.Candidate]) -> dict[str, Any]:
+        if not inline_vectors:
+            by_revision = {revision_of[c.entry_id]: c.entry_id for c in fresh}
+            for rev, blob in MemoryEmbedding.objects.filter(
+                tenant_id=tenant, revision_id__in=list(by_revision)
+            ).values_list("revision_id", "vector"):
+                vectors[by_revision[rev]] = bytes(blob)
+        return {c.entry_id: vectors[c.entry_id] for c in fresh if c.entry_id in vectors}
 
-    def semantic_fn(pool: list[recall.Candidate]) -> recall.SemanticFn:
-        if prepare is None or ranker_name == "jaccard":
-            return recall.jaccard_semantic
-        fresh = [c for c in pool if c.entry_id not in values]
-        if fresh:
-            kwargs: dict[str, Any] = {"corpus": corpus}
-            if ranker_name == "hybrid":
-                if not inline_vectors:
-                    by_revision = {revision_of[c.entry_id]: c.entry_id for c in fresh}
-                    for rev, blob in MemoryEmbedding.objects.filter(
-                        tenant_id=tenant, revision_id__in=list(by_revision)
-                    ).values_list("revision_id", "vector"):
-                        vectors[by_revision[rev]] = bytes(blob)
-                # A row without a stored vector is embedded by the ranker.
-                kwargs["vectors"] = {
-                    c.entry_id: vectors[c.entry_id] for c in fresh if c.entry_id in vectors
-                }
-                if encoder is not None:
-                    kwargs["encoder"] = encoder
-            fn = prepare(request.query, fresh, **kwargs)
-            for c in fresh:
-                values[c.entry_id] = fn(request.query, c)
-
-        def cached(query: str, candidate: recall.Candidate) -> float:
-            return values[candidate.entry_id]
-
-        return cached
+    prepared = SemanticValues(
+        request.query,
+        ranker_name=ranker_name,
+        prepare=prepare,
+        encoder=encoder,
+        vectors_for=vectors_for,
+    )
 
     cap = _cap(request)
     nonmatch = nonmatch_semantic_bound(effective)
@@ -806,7 +791,7 @@ def _fast_resolve(
             )
         rounds += 1
         pool = sorted(fetched.values(), key=lambda c: c.entry_id)
-        result = recall.resolve(pool, request, semantic=semantic_fn(pool))
+        result = recall.resolve(pool, request, semantic=prepared.semantic(pool, corpus))
         if cap == 0 or everything.exhausted:
             # Every gated row has been read (or none may be returned).
             break
@@ -823,6 +808,51 @@ def _fast_resolve(
     return FastRecall(
         result=result, examined=examined, rounds=rounds, corpus=corpus, revision_of=revision_of
     )
+
+
+class SemanticValues:
+    """The ranker's value of each row read, prepared once per row however many rounds a
+    recall reads: a row's semantic value depends only on (query, row, corpus), never on
+    the pool (memory.semantic). `vectors_for(rows)` gives the stored vectors it has, by
+    entry id; a row without one is embedded by the ranker."""
+
+    def __init__(
+        self,
+        query: str,
+        *,
+        ranker_name: str,
+        prepare: Any,
+        encoder: Any,
+        vectors_for: Callable[[list[recall.Candidate]], Mapping[str, Any]],
+    ) -> None:
+        self.query = query
+        self.ranker_name = ranker_name
+        self.prepare = prepare
+        self.encoder = encoder
+        self.vectors_for = vectors_for
+        self.values: dict[str, float] = {}
+
+    def semantic(
+        self, pool: list[recall.Candidate], corpus: CorpusStats | None
+    ) -> recall.SemanticFn:
+        if self.prepare is None or self.ranker_name == "jaccard":
+            return recall.jaccard_semantic
+        values = self.values
+        fresh = [c for c in pool if c.entry_id not in values]
+        if fresh:
+            kwargs: dict[str, Any] = {"corpus": corpus}
+            if self.ranker_name == "hybrid":
+                kwargs["vectors"] = self.vectors_for(fresh)
+                if self.encoder is not None:
+                    kwargs["encoder"] = self.encoder
+            fn = self.prepare(self.query, fresh, **kwargs)
+            for c in fresh:
+                values[c.entry_id] = fn(self.query, c)
+
+        def cached(query: str, candidate: recall.Candidate) -> float:
+            return values[candidate.entry_id]
+
+        return cached
 
 
 # The all-rows stream bounds every row holding no query word, and its bound falls only with

@@ -55,7 +55,7 @@ from governance.models import User
 from governance.pipeline import Effect, Hook, Operation, govern
 from governance.principal import Principal
 from governance.secrets_screen import scrub_outbound
-from memory import embedding, recall, recall_db, semantic
+from memory import embedding, recall, recall_db, recall_snapshot, semantic
 from memory.enums import RecallSurface, ScopeKind
 from memory.models import MemoryEntry
 from memory.recall_models import MemoryEmbedding, RecallEvent
@@ -290,7 +290,13 @@ def recall_resolve(
     adapter_scopes = (
         sorted(surface_adapter_scopes(principal.surface)) if principal.kind == "surface" else None
     )
-    fast = recall_db.fast_resolve(
+    # The worker's snapshot of the member where it may keep one (memory.recall_snapshot);
+    # otherwise the rows are streamed from the table. Both return what `resolve` would
+    # over every row.
+    fast_resolve = (
+        recall_snapshot.resolve_cached if recall_snapshot.usable() else recall_db.fast_resolve
+    )
+    fast = fast_resolve(
         request,
         member=member,
         adapter_scopes=adapter_scopes,

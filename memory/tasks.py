@@ -16,7 +16,7 @@ from celery import shared_task
 from django.db import transaction
 
 from governance.models import Tenant
-from memory import jobs
+from memory import jobs, recall_snapshot
 
 TASK_OPTIONS: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True}
 
@@ -79,6 +79,12 @@ def decay(tenant_id: str | None = None, batch: int = jobs.DEFAULT_BATCH) -> dict
 @shared_task(name="memory.tasks.expire", **TASK_OPTIONS)
 def expire(tenant_id: str | None = None, batch: int = jobs.DEFAULT_BATCH) -> dict[str, Any]:
     return _run_for_tenants("expire", tenant_id, batch)
+
+
+@shared_task(name="memory.tasks.prune_recall_changes", **TASK_OPTIONS)
+def prune_recall_changes(batch: int = 50_000) -> dict[str, int]:
+    """Recall's change log past its keep (memory.recall_snapshot), a batch at a time."""
+    return {"deleted": recall_snapshot.prune_changes(batch=batch)}
 
 
 TASKS: dict[str, Any] = {

@@ -92,6 +92,14 @@ def _checkpoints_in_tmp(tmp_path, settings):  # type: ignore[no-untyped-def]
     settings.IRIS_AUDIT_CHECKPOINT_PATH = tmp_path / "audit-checkpoints.jsonl"
 
 
+@pytest.fixture(autouse=True)
+def _no_recall_snapshots_between_tests():  # type: ignore[no-untyped-def]
+    # A worker's member snapshots (memory.recall_snapshot) belong to one test's data.
+    from memory import recall_snapshot
+
+    recall_snapshot.clear()
+
+
 # -- personas ------------------------------------------------------------------------------
 
 

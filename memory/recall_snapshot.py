@@ -1,0 +1,644 @@
+"""Recall from a member snapshot: rank in worker memory, read only the few best rows.
+
+The fast path of `memory.recall_db` streams a member's rows out of PostgreSQL in recency
+order until no unread row can reach the k-th score. At 1k rows its reads were half of a
+recall, at 10k two thirds. Here each worker keeps, per member, what ranking needs about
+every live row (is current and active): scope, adapter scope, category, conflict cluster,
+suppression end, anchor time, reference count, origin, the body's BM25 terms or Jaccard
+tokens and length, and with the hybrid ranker the stored embedding. Never the body.
+
+A recall then:
+
+1. brings the snapshot up to date in one round trip: the revisions the change log
+   (migration 0008) noted since the last look, re-read row by row;
+2. applies the database's gates (the same as `recall_db._gates_sql`) and scores every
+   gated row at once with numpy: the three static terms exactly, the semantic term exactly
+   (BM25 over the snapshot's terms with the member's exact statistics) or, for a row
+   without a stored vector, bounded by 1;
+3. reads the best rows, and every row that could win their conflict cluster, back from
+   the table through the same gates (`revision_id = ANY(...)`), and runs `recall.resolve`
+   on them, as the streaming fast path does;
+4. stops when every unread row scores below the k-th returned score (less a margin for
+   rounding), else reads on.
+
+The database stays the last gate: a row is only ever returned as the table holds it when
+it is read back, so a snapshot that is behind can rank wrongly until its next look, never
+return a forgotten, paused or suppressed memory. Snapshots are rebuilt after
+`IRIS_RECALL_SNAPSHOT_SECONDS`, and the least recently used are dropped beyond
+`IRIS_RECALL_SNAPSHOT_ROWS` rows per worker. A row that leaves the live set leaves the
+snapshot at the next look, with its terms.
+
+Only on PostgreSQL and outside a transaction: a snapshot built from rows a transaction
+has not committed could outlive a rollback. `resolve_once` builds a throwaway one anywhere
+(tests).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+
+from consent.enums import Category
+from governance import plainsql
+from memory import embedding, recall, recall_db, semantic
+from memory.lexical import CorpusStats, query_terms, terms
+from memory.recall_models import MemoryEmbedding
+
+_TABLE = recall_db._TABLE
+_CHANGES = "memory_recallchange"
+# Rows read back in the first round: the budget's 12 twice over, with room for rows the
+# pipeline's own gates drop (sensitive categories without consent or context).
+FIRST_READ = 32
+# Scores are rounded to 6 places; rows this close under the k-th score are read too.
+_MARGIN = 1e-5
+_INF = float("inf")
+_ORIGIN = {str(origin): weight for origin, weight in recall.ORIGIN_WEIGHTS.items()}
+_BEST_ORIGIN = max(recall.ORIGIN_WEIGHTS.values())
+
+# What a snapshot row is built from. Moments as epoch seconds (PostgreSQL) or as stored
+# (SQLite); the body and vector are read only for revisions the snapshot has not seen.
+_LIGHT = (
+    "{p}revision_id, {p}entry_id, {p}is_current AND {p}lifecycle = 'active', {p}scope_key, "
+    "{p}adapter_scope, {p}category, {p}subject, {p}origin, {p}suppression_reason, "
+    "{ends}, {p}reference_count, {anchor}, {updated}"
+)
+
+
+def _light(prefix: str = "") -> str:
+    columns = {
+        "ends": f"{prefix}suppression_ends_at",
+        "anchor": f"COALESCE({prefix}last_referenced_at, {prefix}updated_at)",
+        "updated": f"{prefix}updated_at",
+    }
+    if connection.vendor == "postgresql":
+        columns = {k: f"EXTRACT(EPOCH FROM {v})::float8" for k, v in columns.items()}
+    return _LIGHT.format(p=prefix, **columns)
+
+
+def _seconds(value: Any) -> float | None:
+    """A moment as epoch seconds: PostgreSQL sends them so, SQLite sends stored text."""
+    if value is None or isinstance(value, float):
+        return value
+    moment = connection.ops.convert_datetimefield_value(value, None, connection)
+    return moment.timestamp()
+
+
+class _Codes(dict[str, int]):
+    """Small integer codes for repeated strings (scope keys, categories, clusters)."""
+
+    def of(self, value: str) -> int:
+        code = self.get(value)
+        if code is None:
+            code = self[value] = len(self)
+        return code
+
+
+class Snapshot:
+    """One member's live rows, by slot. Slots are never reused: a row that leaves is
+    marked dead and its data dropped; `_compact` rebuilds when half the slots are dead."""
+
+    FIELDS = ("scope", "adapter", "category", "cluster", "ends", "anchor", "updated", "refs")
+
+    def __init__(self, ranker_name: str) -> None:
+        self.ranker_name = ranker_name
+        self.lexical = ranker_name in ("lexical", "hybrid")
+        self.hybrid = ranker_name == "hybrid"
+        self.horizon = "0"  # xid8 as text: changes noted at or after it are read again
+        self.built = time.monotonic()
+        self.codes = _Codes()
+        self.slot: dict[uuid.UUID, int] = {}
+        self.size = 0
+        self.capacity = 0
+        self.live = np.zeros(0, dtype=bool)
+        self.ints = {k: np.zeros(0, dtype=np.int32) for k in ("scope", "adapter", "category")}
+        self.ints["cluster"] = np.zeros(0, dtype=np.int32)
+        self.floats = {k: np.zeros(0) for k in ("ends", "anchor", "updated", "refs", "origin")}
+        self.floats["chars"] = np.zeros(0)
+        self.floats["length"] = np.zeros(0)
+        self.vectors = np.zeros((0, embedding.DIMENSION), dtype=np.float32)
+        self.has_vector = np.zeros(0, dtype=bool)
+        self.entry_ids: list[str | None] = []
+        self.revisions: list[uuid.UUID | None] = []
+        self.words: list[Counter[str] | None] = []  # BM25 terms, or Jaccard tokens
+        self.postings: dict[str, dict[int, int]] = {}
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.dead = 0
+
+    # -- keeping it current ---------------------------------------------------------
+
+    def _grow(self) -> None:
+        capacity = max(64, self.capacity * 2)
+
+        def wider(a: np.ndarray) -> np.ndarray:
+            out = np.zeros((capacity, *a.shape[1:]), dtype=a.dtype)
+            out[: self.size] = a[: self.size]
+            return out
+
+        self.live = wider(self.live)
+        self.ints = {k: wider(v) for k, v in self.ints.items()}
+        self.floats = {k: wider(v) for k, v in self.floats.items()}
+        if self.hybrid:
+            self.vectors = wider(self.vectors)
+        self.has_vector = wider(self.has_vector)
+        self.capacity = capacity
+
+    def known(self, revision: uuid.UUID) -> bool:
+        return revision in self.slot
+
+    def put(self, light: Sequence[Any], body: str | None = None, vector: Any = None) -> None:
+        """Add or update one row from its `_light` columns (and, for a revision not seen
+        before, its body and stored vector)."""
+        revision = light[0]
+        revision = revision if isinstance(revision, uuid.UUID) else uuid.UUID(str(revision))
+        at = self.slot.get(revision)
+        if not light[2]:  # no longer current and active
+            if at is not None:
+                self.drop(revision)
+            return
+        if at is None:
+            if body is None:
+                raise ValueError("a new revision needs its body")
+            if self.size == self.capacity:
+                self._grow()
+            at = self.size
+            self.size += 1
+            self.slot[revision] = at
+            self.revisions.append(revision)
+            entry = light[1]
+            self.entry_ids.append(str(entry if isinstance(entry, uuid.UUID) else uuid.UUID(entry)))
+            words = Counter(terms(body) if self.lexical else recall.tokens(body))
+            self.words.append(words)
+            for word, n in words.items():
+                self.postings.setdefault(word, {})[at] = n
+                self._arrays.pop(word, None)
+            self.floats["chars"][at] = len(body)
+            self.floats["length"][at] = sum(words.values())
+            if self.hybrid and vector is not None:
+                self.vectors[at] = embedding.from_bytes(bytes(vector))
+                self.has_vector[at] = True
+        elif self.hybrid and vector is not None and not self.has_vector[at]:
+            self.vectors[at] = embedding.from_bytes(bytes(vector))
+            self.has_vector[at] = True
+        codes = self.codes
+        self.live[at] = True
+        self.ints["scope"][at] = codes.of("s:" + light[3])
+        self.ints["adapter"][at] = codes.of("a:" + light[4])
+        self.ints["category"][at] = codes.of("c:" + light[5])
+        subject = light[6] or ""
+        self.ints["cluster"][at] = codes.of(f"k:{light[5]}\x00{subject}") if subject else -1
+        ends = _seconds(light[9])
+        self.floats["ends"][at] = -_INF if not light[8] else (_INF if ends is None else ends)
+        self.floats["refs"][at] = min(1.0, max(0, light[10]) / recall.REFERENCE_COUNT_SATURATION)
+        self.floats["origin"][at] = _ORIGIN.get(light[7], _BEST_ORIGIN)
+        self.floats["anchor"][at] = _seconds(light[11])
+        self.floats["updated"][at] = _seconds(light[12])
+
+    def drop(self, revision: uuid.UUID) -> None:
+        at = self.slot.pop(revision, None)
+        if at is None:
+            return
+        self.live[at] = False
+        words = self.words[at] or {}
+        for word in words:
+            posting = self.postings.get(word)
+            if posting is not None:
+                posting.pop(at, None)
+                if not posting:
+                    del self.postings[word]
+            self._arrays.pop(word, None)
+        self.words[at] = None
+        self.entry_ids[at] = None
+        self.revisions[at] = None
+        if self.hybrid:
+            self.vectors[at] = 0.0
+        self.has_vector[at] = False
+        self.dead += 1
+        if self.dead * 2 > self.size:
+            self._compact()
+
+    def _compact(self) -> None:
+        keep = [at for at in range(self.size) if self.live[at]]
+        old = (
+            self.ints,
+            self.floats,
+            self.vectors,
+            self.has_vector,
+            self.entry_ids,
+            self.revisions,
+            self.words,
+        )
+        ints, floats, vectors, has_vector, entry_ids, revisions, words = old
+        self.size = self.capacity = 0
+        self.live = np.zeros(0, dtype=bool)
+        self.ints = {k: v[:0] for k, v in ints.items()}
+        self.floats = {k: v[:0] for k, v in floats.items()}
+        self.vectors = vectors[:0]
+        self.has_vector = has_vector[:0]
+        self.entry_ids, self.revisions, self.words = [], [], []
+        self.postings, self._arrays, self.slot, self.dead = {}, {}, {}, 0
+        while self.capacity < len(keep):
+            self._grow()
+        for new, at in enumerate(keep):
+            self.live[new] = True
+            for k, v in ints.items():
+                self.ints[k][new] = v[at]
+            for k, f in floats.items():
+                self.floats[k][new] = f[at]
+            if self.hybrid:
+                self.vectors[new] = vectors[at]
+            self.has_vector[new] = has_vector[at]
+            self.entry_ids.append(entry_ids[at])
+            self.revisions.append(revisions[at])
+            self.slot[revisions[at]] = new  # type: ignore[index]
+            counts = words[at] or Counter()
+            self.words.append(counts)
+            for word, n in counts.items():
+                self.postings.setdefault(word, {})[new] = n
+        self.size = len(keep)
+
+    def posting(self, word: str) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, counts) of the rows holding `word`."""
+        found = self._arrays.get(word)
+        if found is None:
+            posting = self.postings.get(word, {})
+            found = (
+                np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
+                np.fromiter(posting.values(), dtype=np.float64, count=len(posting)),
+            )
+            self._arrays[word] = found
+        return found
+
+    # -- ranking --------------------------------------------------------------------
+
+    def gated(
+        self, request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
+    ) -> np.ndarray:
+        """Slots passing `recall_db._gates_sql`'s gates."""
+        n = self.size
+        if request.crisis_frame and not request.safety_critical_context:
+            return np.zeros(0, dtype=np.int64)
+        keys = [self.codes.get("s:" + k, -1) for k in recall.reachable_scope_keys(request)]
+        mask = self.live[:n] & np.isin(self.ints["scope"][:n], keys)
+        if adapter_scopes is not None:
+            scopes = [self.codes.get("a:" + s, -1) for s in adapter_scopes]
+            mask &= np.isin(self.ints["adapter"][:n], scopes)
+        mask &= self.floats["ends"][:n] <= request.now.timestamp()
+        if request.crisis_frame:
+            mask &= self.ints["category"][:n] == self.codes.get("c:" + Category.SAFETY.value, -1)
+        return np.flatnonzero(mask)
+
+    def corpus(self, gated: np.ndarray, qterms: Sequence[str]) -> CorpusStats:
+        """BM25 statistics of the gated rows: counts exact, the average length estimated
+        from the 256 most recently referenced as `recall_db._stats` does."""
+        inside = np.zeros(self.size, dtype=bool)
+        inside[gated] = True
+        df = {}
+        for t in qterms:
+            slots, _ = self.posting(t)
+            n = int(inside[slots].sum()) if len(slots) else 0
+            if n:
+                df[t] = n
+        sample = gated
+        k = recall_db.LENGTH_SAMPLE
+        if len(gated) > k:
+            # The k most recent by (anchor descending, entry id): a partition, then the
+            # entry ids only among the rows tied at the cut.
+            anchors = self.floats["anchor"][gated]
+            cut = -np.partition(-anchors, k - 1)[k - 1]
+            above = gated[anchors > cut]
+            tied = sorted(gated[anchors == cut].tolist(), key=self.entry_ids.__getitem__)
+            sample = np.concatenate([above, np.array(tied[: k - len(above)], dtype=np.int64)])
+        chars = float(self.floats["chars"][sample].mean()) if len(sample) else 0.0
+        return CorpusStats(
+            document_count=len(gated),
+            average_length=chars / recall_db.CHARS_PER_TERM,
+            document_frequency=df,
+        )
+
+    def scores(
+        self,
+        gated: np.ndarray,
+        request: recall.RecallRequest,
+        corpus: CorpusStats | None,
+        query_vector: np.ndarray | None,
+    ) -> np.ndarray:
+        """Each gated row's score (unrounded), or a bound on it where the snapshot cannot
+        know it (a hybrid row without a stored vector)."""
+        now = request.now.timestamp()
+        age = now - self.floats["anchor"][gated]
+        recency = np.exp(-np.maximum(age, 0.0) * recall.RECENCY_RATE)
+        static = (
+            recall.WEIGHTS["recency"] * recency
+            + recall.WEIGHTS["reference_count"] * self.floats["refs"][gated]
+            + recall.WEIGHTS["origin"] * self.floats["origin"][gated]
+        )
+        place = np.full(self.size, -1, dtype=np.int64)
+        place[gated] = np.arange(len(gated))
+        value = np.zeros(len(gated))
+        if self.lexical:
+            assert corpus is not None
+            q = query_terms(request.query)
+            upper = corpus.upper_bound(q)
+            if upper > 0.0:
+                k1, b, avg = corpus.k1, corpus.b, corpus.average_length
+                for t in q:
+                    slots, tf = self.posting(t)
+                    at = place[slots] if len(slots) else slots
+                    keep = at >= 0
+                    if not keep.any():
+                        continue
+                    slots, tf, at = slots[keep], tf[keep], at[keep]
+                    length = self.floats["length"][slots]
+                    norm = k1 * (1.0 - b + b * length / avg) if avg else np.full(len(slots), k1)
+                    value[at] += corpus.idf(t) * tf * (k1 + 1.0) / (tf + norm)
+                value /= upper
+            if self.hybrid:
+                w = semantic.HYBRID_LEXICAL_WEIGHT
+                cosine = np.ones(len(gated))
+                have = self.has_vector[gated]
+                if query_vector is not None and have.any():
+                    found = self.vectors[gated[have]] @ query_vector
+                    cosine[have] = np.maximum(found, 0.0)
+                value = w * value + (1.0 - w) * cosine
+        else:
+            q = recall.tokens(request.query)
+            shared = np.zeros(len(gated))
+            for t in q:
+                slots, _ = self.posting(t)
+                at = place[slots] if len(slots) else slots
+                shared[at[at >= 0]] += 1.0
+            sizes = self.floats["length"][gated]
+            union = len(q) + sizes - shared
+            value = np.divide(shared, union, out=np.zeros(len(gated)), where=shared > 0)
+        return static + recall.WEIGHTS["semantic"] * np.minimum(value, 1.0)
+
+    def rivals(self, picked: np.ndarray, gated: np.ndarray, unread: np.ndarray) -> np.ndarray:
+        """Positions in `gated` of unread rows sharing (category, subject) with a picked
+        row and at least as recent as the oldest picked row of that cluster: what
+        `recall_db._statement`'s closure adds (dedupe keeps a cluster's most recent row
+        whatever its score)."""
+        cluster = self.ints["cluster"]
+        updated = self.floats["updated"]
+        since: dict[int, float] = {}
+        for s in picked[cluster[picked] >= 0].tolist():
+            c = int(cluster[s])
+            since[c] = min(since.get(c, _INF), float(updated[s]))
+        if not since:
+            return np.zeros(0, dtype=np.int64)
+        inside = np.flatnonzero(unread & np.isin(cluster[gated], list(since)))
+        slots = gated[inside]
+        floor = np.array([since[int(c)] for c in cluster[slots]])
+        return inside[updated[slots] >= floor]
+
+
+def _best(score: np.ndarray, depth: int) -> np.ndarray:
+    """Positions of the `depth` best scores (any order)."""
+    if depth >= len(score):
+        return np.arange(len(score))
+    return np.argpartition(-score, depth - 1)[:depth]
+
+
+# --------------------------------------------------------------------------------------
+# Building, looking for changes, the per-worker cache
+
+
+def _build(member: Any, ranker_name: str, *, horizon: bool) -> Snapshot:
+    snap = Snapshot(ranker_name)
+    with plainsql.cursor() as cursor:
+        if horizon:
+            # Taken before the rows are read: any transaction not finished by now is read
+            # again at the next look, whether or not these rows show it.
+            cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text")
+            snap.horizon = cursor.fetchone()[0]
+        cursor.execute(*_rows_sql(member, snap, "is_current AND lifecycle = 'active'"))
+        for row in cursor.fetchall():
+            snap.put(row[:13], row[13], row[14] if snap.hybrid else None)
+    return snap
+
+
+def _rows_sql(member: Any, snap: Snapshot, where: str, params: Sequence[Any] = ()) -> tuple:
+    vector = "NULL"
+    if snap.hybrid:
+        vector = (
+            f"(SELECT v.vector FROM {MemoryEmbedding._meta.db_table} AS v "  # noqa: S608
+            f"WHERE v.revision_id = {_TABLE}.revision_id)"
+        )
+    sql = (
+        f"SELECT {_light()}, body, {vector} FROM {_TABLE} "  # noqa: S608
+        f"WHERE tenant_id = %s AND member_id = %s AND {where}"
+    )
+    tenant = member.tenant_id if connection.vendor == "postgresql" else member.tenant_id.hex
+    return sql, [tenant, member.pk, *params]
+
+
+def _catch_up(member: Any, snap: Snapshot) -> None:
+    """One round trip: the horizon now, and the current state of every revision noted
+    since the last look (deleted ones come back empty); a second only for revisions not
+    seen before, for their bodies."""
+    sql = (
+        f"SELECT h.x::text, c.revision_id, {_light('m.')} "  # noqa: S608
+        "FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS x) AS h "
+        f"LEFT JOIN (SELECT DISTINCT revision_id FROM {_CHANGES} "
+        "WHERE member_id = %s AND xid >= %s::xid8) AS c ON true "
+        f"LEFT JOIN {_TABLE} AS m ON m.revision_id = c.revision_id "
+        "AND m.tenant_id = %s AND m.member_id = %s"
+    )
+    with plainsql.cursor() as cursor:
+        cursor.execute(sql, [member.pk, snap.horizon, member.tenant_id, member.pk])
+        rows = cursor.fetchall()
+    new: list[uuid.UUID] = []
+    for row in rows:
+        if row[1] is None:
+            continue
+        if row[2] is None:  # deleted
+            snap.drop(row[1])
+        elif snap.known(row[1]) or not row[4]:
+            snap.put(row[2:])
+        else:
+            new.append(row[1])
+    if new:
+        with plainsql.cursor() as cursor:
+            cursor.execute(*_rows_sql(member, snap, "revision_id = ANY(%s)", [new]))
+            for row in cursor.fetchall():
+                snap.put(row[:13], row[13], row[14] if snap.hybrid else None)
+    snap.horizon = rows[0][0]
+
+
+def prune_changes(*, batch: int) -> int:
+    """Delete up to `batch` changes older than `IRIS_RECALL_CHANGES_KEEP_SECONDS`, which
+    outlives every snapshot (`IRIS_RECALL_SNAPSHOT_SECONDS`); returns how many."""
+    if connection.vendor != "postgresql":
+        return 0
+    keep = max(
+        float(settings.IRIS_RECALL_CHANGES_KEEP_SECONDS),
+        2 * float(settings.IRIS_RECALL_SNAPSHOT_SECONDS),
+    )
+    with plainsql.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {_CHANGES} WHERE id IN (SELECT id FROM {_CHANGES} "  # noqa: S608
+            "WHERE noted_at < clock_timestamp() - make_interval(secs => %s) LIMIT %s)",
+            [keep, batch],
+        )
+        return cursor.rowcount
+
+
+_CACHE: OrderedDict[tuple[Any, ...], Snapshot] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def clear() -> None:
+    with _LOCK:
+        _CACHE.clear()
+
+
+def usable() -> bool:
+    """Whether this recall may keep and use a cached snapshot."""
+    return (
+        bool(settings.IRIS_RECALL_SNAPSHOT)
+        and connection.vendor == "postgresql"
+        and not connection.in_atomic_block
+    )
+
+
+def _current(member: Any, ranker_name: str) -> Snapshot:
+    key = (connection.alias, str(member.tenant_id), member.pk, ranker_name)
+    snap = _CACHE.get(key)
+    if snap is not None and time.monotonic() - snap.built > settings.IRIS_RECALL_SNAPSHOT_SECONDS:
+        snap = None
+    if snap is None:
+        snap = _build(member, ranker_name, horizon=True)
+    else:
+        _catch_up(member, snap)
+    _CACHE[key] = snap
+    _CACHE.move_to_end(key)
+    budget = int(settings.IRIS_RECALL_SNAPSHOT_ROWS)
+    held = sum(s.size for s in _CACHE.values())
+    while held > budget and len(_CACHE) > 1:
+        _, evicted = _CACHE.popitem(last=False)
+        held -= evicted.size
+    return snap
+
+
+# --------------------------------------------------------------------------------------
+# The recall
+
+
+def resolve_cached(request: recall.RecallRequest, *, member: Any, **options: Any) -> Any:
+    """`recall_db.fast_resolve`'s answer from this worker's snapshot of the member."""
+    with _LOCK:
+        snap = _current(member, options.get("ranker_name", "jaccard"))
+        return _resolve(snap, request, member=member, **options)
+
+
+def resolve_once(request: recall.RecallRequest, *, member: Any, **options: Any) -> Any:
+    """The same from a snapshot built for this recall alone (any database, any
+    transaction): what the tests compare with the exhaustive pipeline."""
+    snap = _build(member, options.get("ranker_name", "jaccard"), horizon=False)
+    return _resolve(snap, request, member=member, **options)
+
+
+def _resolve(
+    snap: Snapshot,
+    request: recall.RecallRequest,
+    *,
+    member: Any,
+    adapter_scopes: Sequence[str] | None = None,
+    ranker_name: str = "jaccard",
+    prepare: Any = None,
+    encoder: Any = None,
+    first_read: int = FIRST_READ,
+) -> recall_db.FastRecall:
+    gates = recall_db._gates_sql(request, member=member, adapter_scopes=adapter_scopes)
+    gated = snap.gated(request, adapter_scopes) if gates is not None else np.zeros(0, np.int64)
+    corpus = snap.corpus(gated, query_terms(request.query)) if snap.lexical else None
+    query_vector = None
+    if snap.hybrid and prepare is not None:
+        query_vector = (encoder or embedding.default_encoder()).encode_one(request.query)
+    score = snap.scores(gated, request, corpus, query_vector)
+
+    decoder = recall_db._Decoder(tenant_id=str(request.tenant_id), user_id=str(member.public_id))
+    fetched: dict[str, recall.Candidate] = {}
+    revision_of: dict[str, uuid.UUID] = {}
+
+    def vectors_for(fresh: list[recall.Candidate]) -> dict[str, Any]:
+        found = {}
+        for c in fresh:
+            at = snap.slot.get(revision_of[c.entry_id])
+            if at is not None and snap.has_vector[at]:
+                found[c.entry_id] = snap.vectors[at]
+        return found
+
+    prepared = recall_db.SemanticValues(
+        request.query,
+        ranker_name=ranker_name,
+        prepare=prepare,
+        encoder=encoder,
+        vectors_for=vectors_for,
+    )
+    unread = np.ones(len(gated), dtype=bool)  # by position in `gated`
+    cap = recall_db._cap(request)
+    depth = max(1, first_read)
+    picked = _best(score, depth)
+    rounds = 0
+    while True:
+        picked = picked[unread[picked]]
+        unread[picked] = False
+        rivals = snap.rivals(gated[picked], gated, unread)
+        unread[rivals] = False
+        wanted = gated[np.concatenate([picked, rivals])]
+        if len(wanted) and gates is not None:
+            _read_back(snap, wanted, gates, decoder, fetched, revision_of)
+        rounds += 1
+        pool = sorted(fetched.values(), key=lambda c: c.entry_id)
+        result = recall.resolve(pool, request, semantic=prepared.semantic(pool, corpus))
+        if cap == 0 or not unread.any():
+            break
+        if len(result.entries) < cap:
+            depth *= 2
+            picked = _best(score, depth)
+            continue
+        # Read on every unread row that may still reach the k-th score.
+        picked = np.flatnonzero(unread & (score >= result.entries[-1].score - _MARGIN))
+        if not len(picked):
+            break
+    return recall_db.FastRecall(
+        result=result,
+        examined=len(gated) - int(unread.sum()),
+        rounds=rounds,
+        corpus=corpus,
+        revision_of=revision_of,
+    )
+
+
+def _read_back(
+    snap: Snapshot,
+    wanted: np.ndarray,
+    gates: tuple[str, list[Any]],
+    decoder: Any,
+    fetched: dict[str, recall.Candidate],
+    revision_of: dict[str, uuid.UUID],
+) -> None:
+    """The wanted rows as the table holds them now, through the database's gates."""
+    revisions = [snap.revisions[s] for s in wanted.tolist()]
+    revisions = [r for r in revisions if r is not None]
+    if not revisions:
+        return
+    gate_sql, gate_params = gates
+    postgres = connection.vendor == "postgresql"
+    sql = (
+        f"SELECT {recall_db._selected()} FROM {_TABLE} "  # noqa: S608
+        f"WHERE {gate_sql} AND {recall_db._one_of('revision_id', len(revisions))}"
+    )
+    params = [*gate_params, *([revisions] if postgres else [r.hex for r in revisions])]
+    for row in recall_db._fetch(sql, params):
+        c = decoder.candidate(row)
+        fetched[c.entry_id] = c
+        revision_of[c.entry_id] = decoder.uuid(row[1])

@@ -1,0 +1,333 @@
+"""Recall from a member snapshot returns what the exhaustive pipeline returns, follows
+every change the table sees, and never returns a row the table's gates would refuse.
+
+The ranking half is checked with snapshots built for one recall (any database, inside the
+test's transaction); keeping and catching up a cached snapshot needs committed rows and
+the change log's triggers, so those tests run on PostgreSQL with real commits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection, transaction
+from hypothesis import strategies as st
+
+from memory import recall, recall_db, recall_snapshot, semantic
+from memory.lexical import Bm25Index
+from memory.models import MemoryEntry
+from tests.memory.test_recall_fast_path import (
+    NOW,
+    RANKERS,
+    _entries,
+    _generated,
+    _profile_request,
+    _profile_row,
+    _recent_row,
+    _request,
+    _row,
+    _store_vectors,
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(settings):  # type: ignore[no-untyped-def]
+    settings.IRIS_RECALL_SNAPSHOT = True
+    recall_snapshot.clear()
+    yield
+    recall_snapshot.clear()
+
+
+def _exhaustive(
+    request: recall.RecallRequest, member: Any, name: str, fast: recall_db.FastRecall, **extra: Any
+) -> recall.RecallResult:
+    return recall_db.exhaustive_resolve(
+        request,
+        member=member,
+        ranker_name=name,
+        prepare=semantic.semantic_for(name),
+        corpus=fast.corpus,
+        **extra,
+    )
+
+
+@pytest.mark.django_db
+@_generated(40)
+def test_a_snapshot_recall_equals_the_exhaustive_pipeline(member, other_member, data) -> None:  # type: ignore[no-untyped-def]
+    draw = data.draw
+    with transaction.atomic():
+        rows = [_row(member, draw, i) for i in range(draw(st.integers(0, 40)))]
+        rows += [_row(other_member, draw, 1000 + i) for i in range(draw(st.integers(0, 5)))]
+        MemoryEntry.objects.bulk_create(rows)
+        request = _request(member, draw)
+        name = draw(st.sampled_from(RANKERS))
+        fast = recall_snapshot.resolve_once(
+            request,
+            member=member,
+            ranker_name=name,
+            prepare=semantic.semantic_for(name),
+            first_read=draw(st.integers(1, 3)),
+        )
+        full = _exhaustive(request, member, name, fast)
+        assert _entries(fast.result) == _entries(full)
+        assert fast.result.audit_envelope.returned_ids == full.audit_envelope.returned_ids
+        if name == "lexical":
+            # Counted over every gated row, Unicode folding included.
+            gated = recall_db.base_rows(request, member=member)
+            exact = Bm25Index((str(e.entry_id), e.body) for e in gated).stats
+            assert fast.corpus is not None
+            assert fast.corpus.document_count == exact.document_count
+            for term in exact.document_frequency:
+                wanted = exact.document_frequency[term]
+                assert fast.corpus.document_frequency.get(term, wanted) == wanted
+        transaction.set_rollback(True)
+
+
+@pytest.mark.django_db
+@_generated(20)
+def test_a_hybrid_snapshot_recall_equals_the_exhaustive_pipeline(
+    require_postgres, member, data
+) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from memory import embedding
+    from tests.conftest import need_service
+
+    need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
+    draw = data.draw
+    with transaction.atomic():
+        rows = [_recent_row(member, draw, i) for i in range(draw(st.integers(20, 60)))]
+        MemoryEntry.objects.bulk_create(rows)
+        # Most rows have a stored vector; the rest are embedded by the ranker, and the
+        # snapshot bounds their cosine by 1.
+        generator = np.random.default_rng(draw(st.integers(0, 1000)))
+        vectors = {}
+        for r in rows[: len(rows) - draw(st.integers(0, 3))]:
+            v = generator.standard_normal(embedding.DIMENSION).astype(np.float32)
+            vectors[str(r.entry_id)] = embedding.to_bytes(v / np.linalg.norm(v))
+        _store_vectors(member, [r for r in rows if str(r.entry_id) in vectors], vectors)
+        query = " ".join(draw(st.lists(st.sampled_from(["coffee", "tea", "cat"]), min_size=1)))
+        request = replace(
+            _profile_request(member, query, "assistant"), limit=draw(st.sampled_from([None, 3]))
+        )
+        fast = recall_snapshot.resolve_once(
+            request,
+            member=member,
+            ranker_name="hybrid",
+            prepare=semantic.semantic_for("hybrid"),
+            first_read=draw(st.integers(1, 4)),
+        )
+        full = _exhaustive(request, member, "hybrid", fast, vectors=vectors)
+        assert _entries(fast.result) == _entries(full)
+        transaction.set_rollback(True)
+
+
+# --------------------------------------------------------------------------------------
+# A cached snapshot, on PostgreSQL with committed rows
+
+
+def _cached(request: recall.RecallRequest, member: Any, name: str = "lexical") -> Any:
+    assert recall_snapshot.usable()
+    return recall_snapshot.resolve_cached(
+        request, member=member, ranker_name=name, prepare=semantic.semantic_for(name)
+    )
+
+
+def _snapshot_of(member: Any, name: str = "lexical") -> recall_snapshot.Snapshot:
+    return recall_snapshot._CACHE[(connection.alias, str(member.tenant_id), member.pk, name)]
+
+
+def _agrees(request: recall.RecallRequest, member: Any) -> list[str]:
+    """The cached recall's entry ids, once checked against the exhaustive pipeline."""
+    fast = _cached(request, member)
+    assert _entries(fast.result) == _entries(_exhaustive(request, member, "lexical", fast))
+    return list(fast.result.audit_envelope.returned_ids)
+
+
+def _coffee_rows(member: Any, count: int) -> list[MemoryEntry]:
+    rows = [
+        _profile_row(
+            member,
+            i,
+            f"coffee note {i}" if i % 3 == 0 else f"tea note {i}",
+            NOW - timedelta(hours=i),
+            reference_count=i % 5,
+        )
+        for i in range(count)
+    ]
+    MemoryEntry.objects.bulk_create(rows)
+    return rows
+
+
+def _set(row: MemoryEntry, **columns: Any) -> None:
+    """Change stored columns as any writer could (the services' own rules aside)."""
+    names = sorted(columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE memory_memoryentry SET {', '.join(f'{n} = %s' for n in names)} "
+            "WHERE revision_id = %s",
+            [*(columns[n] for n in names), row.revision_id],
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+    rows = _coffee_rows(member, 40)
+    request = _profile_request(member, "coffee", "assistant")
+    first = _agrees(request, member)
+    snap = _snapshot_of(member)
+    assert snap.size == 40
+    top = MemoryEntry.objects.get(entry_id=first[0])
+
+    # Paused, suppressed, deleted: gone from the answer and from the snapshot.
+    _set(top, lifecycle="paused")
+    assert str(top.entry_id) not in _agrees(request, member)
+    assert top.revision_id not in snap.slot
+    second = MemoryEntry.objects.get(entry_id=first[1])
+    _set(second, suppression_reason="user-pause", suppression_started_at=NOW - timedelta(days=1))
+    assert str(second.entry_id) not in _agrees(request, member)
+    third = MemoryEntry.objects.get(entry_id=first[2])
+    MemoryEntry.objects.filter(pk=third.pk).delete()
+    assert str(third.entry_id) not in _agrees(request, member)
+    assert third.revision_id not in snap.slot
+
+    # A new row and a usage bump: ranked from what the table holds now.
+    MemoryEntry.objects.bulk_create([_profile_row(member, 500, "coffee again", NOW)])
+    assert _agrees(request, member)[0] == str(uuid.UUID(int=501))
+    before = _agrees(request, member)
+    old = next(r for r in reversed(rows) if str(r.entry_id) not in before + first[:3])
+    _set(old, reference_count=10, last_referenced_at=NOW, origin="user-stated")
+    assert str(old.entry_id) in _agrees(request, member)
+    assert snap.floats["refs"][snap.slot[old.revision_id]] == 1.0
+    assert _snapshot_of(member) is snap  # caught up, never rebuilt
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_snapshot_that_missed_a_change_still_never_returns_the_row(
+    require_postgres, member
+) -> None:  # type: ignore[no-untyped-def]
+    _coffee_rows(member, 20)
+    request = _profile_request(member, "coffee", "assistant")
+    top = _agrees(request, member)[0]
+    # The change happens, but its note is lost: the snapshot still ranks the row first.
+    _set(MemoryEntry.objects.get(entry_id=top), lifecycle="tombstoned")
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memory_recallchange")
+    fast = _cached(request, member)
+    assert top not in fast.result.audit_envelope.returned_ids
+    assert len(fast.result.entries) == 12  # the table's gates dropped it; the next filled in
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_committed_after_a_later_one_is_still_seen(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+    rows = _coffee_rows(member, 20)
+    request = _profile_request(member, "coffee", "assistant")
+    _agrees(request, member)
+    snap = _snapshot_of(member)
+    target = rows[19]
+    db = connection.settings_dict
+    with psycopg.connect(
+        dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432
+    ) as slow:
+        # A transaction that started writing first commits last.
+        slow.execute(
+            "UPDATE memory_memoryentry SET reference_count = 9 WHERE revision_id = %s",
+            [target.revision_id],
+        )
+        _set(rows[18], reference_count=7)
+        _agrees(request, member)  # sees the second change; the first is not committed
+        assert snap.floats["refs"][snap.slot[rows[18].revision_id]] == 0.7
+        slow.commit()
+    _agrees(request, member)
+    assert snap.floats["refs"][snap.slot[target.revision_id]] == 0.9
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_change_log_names_rows_and_nothing_of_their_text(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+    rows = _coffee_rows(member, 3)
+    _set(rows[0], reference_count=4)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = 'memory_recallchange' ORDER BY ordinal_position"
+        )
+        assert [r[0] for r in cursor.fetchall()] == [
+            "id",
+            "member_id",
+            "revision_id",
+            "xid",
+            "noted_at",
+        ]
+        cursor.execute(
+            "SELECT member_id, revision_id FROM memory_recallchange WHERE member_id = %s "
+            "ORDER BY id",
+            [member.pk],
+        )
+        noted = cursor.fetchall()
+    assert noted == [(member.pk, r.revision_id) for r in rows] + [(member.pk, rows[0].revision_id)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_old_changes_are_pruned_and_recent_ones_kept(require_postgres, member, settings) -> None:  # type: ignore[no-untyped-def]
+    from iris_site.beat import BEAT_SCHEDULE
+    from memory.tasks import prune_recall_changes
+
+    settings.IRIS_RECALL_CHANGES_KEEP_SECONDS = 3600
+    settings.IRIS_RECALL_SNAPSHOT_SECONDS = 600
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memory_recallchange")  # not a model: flush leaves it
+    rows = _coffee_rows(member, 4)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memory_recallchange SET noted_at = now() - interval '2 hours' "
+            "WHERE revision_id = ANY(%s)",
+            [[r.revision_id for r in rows[:3]]],
+        )
+    assert prune_recall_changes.delay(batch=2).get() == {"deleted": 2}
+    assert prune_recall_changes.delay().get() == {"deleted": 1}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT revision_id FROM memory_recallchange WHERE member_id = %s", [member.pk]
+        )
+        assert cursor.fetchall() == [(rows[3].revision_id,)]
+    assert BEAT_SCHEDULE["memory-recall-changes"]["task"] == prune_recall_changes.name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_holds_snapshots_up_to_its_row_budget(
+    require_postgres, member, other_member, settings
+) -> None:  # type: ignore[no-untyped-def]
+    settings.IRIS_RECALL_SNAPSHOT_ROWS = 30
+    _coffee_rows(member, 20)
+    MemoryEntry.objects.bulk_create(
+        [_profile_row(other_member, 100 + i, f"coffee {i}", NOW) for i in range(20)]
+    )
+    _agrees(_profile_request(member, "coffee", "assistant"), member)
+    _agrees(_profile_request(other_member, "coffee", "assistant"), other_member)
+    held = [key[2] for key in recall_snapshot._CACHE]
+    assert held == [other_member.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_snapshot_is_rebuilt_when_it_is_old(require_postgres, member, settings) -> None:  # type: ignore[no-untyped-def]
+    _coffee_rows(member, 5)
+    request = _profile_request(member, "coffee", "assistant")
+    _agrees(request, member)
+    first = _snapshot_of(member)
+    _agrees(request, member)
+    assert _snapshot_of(member) is first
+    settings.IRIS_RECALL_SNAPSHOT_SECONDS = 0
+    _agrees(request, member)
+    assert _snapshot_of(member) is not first
+
+
+@pytest.mark.django_db
+def test_no_snapshot_is_kept_inside_a_transaction(member) -> None:  # type: ignore[no-untyped-def]
+    # Rows a transaction has not committed must not outlive its rollback in a worker.
+    assert connection.in_atomic_block
+    assert not recall_snapshot.usable()
