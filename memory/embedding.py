@@ -374,6 +374,21 @@ class _BlasThreads:
         return _Restore(self._libs, previous, threads)
 
 
+_ONE_THREAD: _BlasThreads | None = None
+
+
+def one_blas_thread() -> Any:
+    """A `with` context running BLAS products on one thread. A web worker serves one
+    request at a time and there are more workers than cores, so a product's extra threads
+    only contend with the others: recall's cosines over a 10k member's snapshot took
+    27.9 ms p50 over HTTP with OpenBLAS's default threads and 13.7 on one
+    (docs/performance.md)."""
+    global _ONE_THREAD
+    if _ONE_THREAD is None:
+        _ONE_THREAD = _BlasThreads()
+    return _ONE_THREAD.limit(1)
+
+
 class _Restore:
     __slots__ = ("_libs", "_previous", "_threads")
 

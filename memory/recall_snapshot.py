@@ -112,7 +112,7 @@ class Snapshot:
         self.lexical = ranker_name in ("lexical", "hybrid")
         self.hybrid = ranker_name == "hybrid"
         self.horizon = "0"  # xid8 as text: changes noted at or after it are read again
-        self.built = time.monotonic()
+        self.built = self.used = time.monotonic()
         self.codes = _Codes()
         self.slot: dict[uuid.UUID, int] = {}
         self.size = 0
@@ -365,7 +365,8 @@ class Snapshot:
                 cosine = np.ones(len(gated))
                 have = self.has_vector[gated]
                 if query_vector is not None and have.any():
-                    found = self.vectors[gated[have]] @ query_vector
+                    with embedding.one_blas_thread():
+                        found = self.vectors[gated[have]] @ query_vector
                     cosine[have] = np.maximum(found, 0.0)
                 value = w * value + (1.0 - w) * cosine
         else:
@@ -511,7 +512,8 @@ def usable() -> bool:
 def _current(member: Any, ranker_name: str) -> Snapshot:
     key = (connection.alias, str(member.tenant_id), member.pk, ranker_name)
     snap = _CACHE.get(key)
-    if snap is not None and time.monotonic() - snap.built > settings.IRIS_RECALL_SNAPSHOT_SECONDS:
+    lifetime = float(settings.IRIS_RECALL_SNAPSHOT_SECONDS)
+    if snap is not None and time.monotonic() - snap.built > lifetime:
         snap = None
     if snap is None:
         snap = _build(member, ranker_name, horizon=True)
@@ -519,11 +521,19 @@ def _current(member: Any, ranker_name: str) -> Snapshot:
         _catch_up(member, snap)
     _CACHE[key] = snap
     _CACHE.move_to_end(key)
+    # Least recently used first: drop what is over the row budget, and what no recall has
+    # used for a snapshot's lifetime (so a forgotten memory's terms do not stay in an idle
+    # worker's memory beyond the next recall it serves after that).
+    now = time.monotonic()
+    snap.used = now
     budget = int(settings.IRIS_RECALL_SNAPSHOT_ROWS)
     held = sum(s.size for s in _CACHE.values())
-    while held > budget and len(_CACHE) > 1:
-        _, evicted = _CACHE.popitem(last=False)
-        held -= evicted.size
+    while len(_CACHE) > 1:
+        oldest = next(iter(_CACHE.values()))
+        if held <= budget and now - oldest.used <= lifetime:
+            break
+        _CACHE.popitem(last=False)
+        held -= oldest.size
     return snap
 
 

@@ -314,7 +314,9 @@ def test_a_worker_holds_snapshots_up_to_its_row_budget(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_snapshot_is_rebuilt_when_it_is_old(require_postgres, member, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_snapshot_is_rebuilt_when_old_and_dropped_when_idle(
+    require_postgres, member, other_member, settings
+) -> None:  # type: ignore[no-untyped-def]
     _coffee_rows(member, 5)
     request = _profile_request(member, "coffee", "assistant")
     _agrees(request, member)
@@ -324,6 +326,9 @@ def test_a_snapshot_is_rebuilt_when_it_is_old(require_postgres, member, settings
     settings.IRIS_RECALL_SNAPSHOT_SECONDS = 0
     _agrees(request, member)
     assert _snapshot_of(member) is not first
+    # Another member's recall drops the snapshot no recall has used for its lifetime.
+    _agrees(_profile_request(other_member, "coffee", "assistant"), other_member)
+    assert [key[2] for key in recall_snapshot._CACHE] == [other_member.pk]
 
 
 @pytest.mark.django_db
