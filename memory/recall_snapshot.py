@@ -461,7 +461,7 @@ def _catch_up(member: Any, snap: Snapshot) -> None:
             continue
         if row[2] is None:  # deleted
             snap.drop(row[1])
-        elif snap.known(row[1]) or not row[4]:
+        elif not row[4] or (snap.known(row[1]) and not _wants_vector(snap, row[1])):
             snap.put(row[2:])
         else:
             new.append(row[1])
@@ -473,22 +473,32 @@ def _catch_up(member: Any, snap: Snapshot) -> None:
     snap.horizon = rows[0][0]
 
 
-def prune_changes(*, batch: int) -> int:
-    """Delete up to `batch` changes older than `IRIS_RECALL_CHANGES_KEEP_SECONDS`, which
-    outlives every snapshot (`IRIS_RECALL_SNAPSHOT_SECONDS`); returns how many."""
+def prune_changes(*, batch: int, batches: int = 1) -> int:
+    """Delete changes older than `IRIS_RECALL_CHANGES_KEEP_SECONDS` (at least two snapshot
+    lifetimes), `batch` rows at a time, at most `batches` times; returns how many."""
     if connection.vendor != "postgresql":
         return 0
     keep = max(
         float(settings.IRIS_RECALL_CHANGES_KEEP_SECONDS),
         2 * float(settings.IRIS_RECALL_SNAPSHOT_SECONDS),
     )
+    deleted = 0
     with plainsql.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {_CHANGES} WHERE id IN (SELECT id FROM {_CHANGES} "  # noqa: S608
-            "WHERE noted_at < clock_timestamp() - make_interval(secs => %s) LIMIT %s)",
-            [keep, batch],
-        )
-        return cursor.rowcount
+        for _ in range(batches):
+            cursor.execute(
+                f"DELETE FROM {_CHANGES} WHERE id IN (SELECT id FROM {_CHANGES} "  # noqa: S608
+                "WHERE noted_at < clock_timestamp() - make_interval(secs => %s) LIMIT %s)",
+                [keep, batch],
+            )
+            deleted += cursor.rowcount
+            if cursor.rowcount < batch:
+                break
+    return deleted
+
+
+def _wants_vector(snap: Snapshot, revision: uuid.UUID) -> bool:
+    # A vector stored after the snapshot first saw its revision (a backfill).
+    return snap.hybrid and not snap.has_vector[snap.slot[revision]]
 
 
 _CACHE: OrderedDict[tuple[Any, ...], Snapshot] = OrderedDict()

@@ -277,7 +277,7 @@ def test_old_changes_are_pruned_and_recent_ones_kept(require_postgres, member, s
     from iris_site.beat import BEAT_SCHEDULE
     from memory.tasks import prune_recall_changes
 
-    settings.IRIS_RECALL_CHANGES_KEEP_SECONDS = 3600
+    settings.IRIS_RECALL_CHANGES_KEEP_SECONDS = 1200
     settings.IRIS_RECALL_SNAPSHOT_SECONDS = 600
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM memory_recallchange")  # not a model: flush leaves it
@@ -288,7 +288,7 @@ def test_old_changes_are_pruned_and_recent_ones_kept(require_postgres, member, s
             "WHERE revision_id = ANY(%s)",
             [[r.revision_id for r in rows[:3]]],
         )
-    assert prune_recall_changes.delay(batch=2).get() == {"deleted": 2}
+    assert prune_recall_changes.delay(batch=2, batches=1).get() == {"deleted": 2}
     assert prune_recall_changes.delay().get() == {"deleted": 1}
     with connection.cursor() as cursor:
         cursor.execute(
@@ -336,3 +336,30 @@ def test_no_snapshot_is_kept_inside_a_transaction(member) -> None:  # type: igno
     # Rows a transaction has not committed must not outlive its rollback in a worker.
     assert connection.in_atomic_block
     assert not recall_snapshot.usable()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_vector_stored_later_reaches_the_snapshot(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from memory import embedding
+    from tests.conftest import need_service
+
+    need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
+    rows = _coffee_rows(member, 6)
+    request = _profile_request(member, "coffee", "assistant")
+    first = _cached(request, member, "hybrid")
+    snap = _snapshot_of(member, "hybrid")
+    assert not snap.has_vector[: snap.size].any()
+    # A backfill stores the vectors after the snapshot was built: the trigger notes them.
+    generator = np.random.default_rng(7)
+    vectors = {}
+    for r in rows:
+        v = generator.standard_normal(embedding.DIMENSION).astype(np.float32)
+        vectors[str(r.entry_id)] = embedding.to_bytes(v / np.linalg.norm(v))
+    _store_vectors(member, rows, vectors)
+    fast = _cached(request, member, "hybrid")
+    assert snap.has_vector[: snap.size].all()
+    full = _exhaustive(request, member, "hybrid", fast, vectors=vectors)
+    assert _entries(fast.result) == _entries(full)
+    assert _entries(fast.result) != _entries(first.result)  # ranked by the stored vectors
