@@ -35,6 +35,7 @@ has not committed could outlive a rollback. `resolve_once` builds a throwaway on
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -127,7 +128,8 @@ class Snapshot:
         self.has_vector = np.zeros(0, dtype=bool)
         self.entry_ids: list[str | None] = []
         self.revisions: list[uuid.UUID | None] = []
-        self.words: list[Counter[str] | None] = []  # BM25 terms, or Jaccard tokens
+        # Each row's distinct BM25 terms (or Jaccard tokens); their counts are in `postings`.
+        self.words: list[tuple[str, ...] | None] = []
         self.postings: dict[str, dict[int, int]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.dead = 0
@@ -174,8 +176,8 @@ class Snapshot:
             self.revisions.append(revision)
             entry = light[1]
             self.entry_ids.append(str(entry if isinstance(entry, uuid.UUID) else uuid.UUID(entry)))
-            words = Counter(terms(body) if self.lexical else recall.tokens(body))
-            self.words.append(words)
+            words = Counter(map(sys.intern, terms(body) if self.lexical else recall.tokens(body)))
+            self.words.append(tuple(words))
             for word, n in words.items():
                 self.postings.setdefault(word, {})[at] = n
                 self._arrays.pop(word, None)
@@ -206,7 +208,7 @@ class Snapshot:
         if at is None:
             return
         self.live[at] = False
-        words = self.words[at] or {}
+        words = self.words[at] or ()
         for word in words:
             posting = self.postings.get(word)
             if posting is not None:
@@ -234,8 +236,9 @@ class Snapshot:
             self.entry_ids,
             self.revisions,
             self.words,
+            self.postings,
         )
-        ints, floats, vectors, has_vector, entry_ids, revisions, words = old
+        ints, floats, vectors, has_vector, entry_ids, revisions, words, postings = old
         self.size = self.capacity = 0
         self.live = np.zeros(0, dtype=bool)
         self.ints = {k: v[:0] for k, v in ints.items()}
@@ -258,10 +261,10 @@ class Snapshot:
             self.entry_ids.append(entry_ids[at])
             self.revisions.append(revisions[at])
             self.slot[revisions[at]] = new  # type: ignore[index]
-            counts = words[at] or Counter()
-            self.words.append(counts)
-            for word, n in counts.items():
-                self.postings.setdefault(word, {})[new] = n
+            held = words[at] or ()
+            self.words.append(held)
+            for word in held:
+                self.postings.setdefault(word, {})[new] = postings[word][at]
         self.size = len(keep)
 
     def posting(self, word: str) -> tuple[np.ndarray, np.ndarray]:

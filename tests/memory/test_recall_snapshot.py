@@ -206,6 +206,18 @@ def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> Non
     assert snap.floats["refs"][snap.slot[old.revision_id]] == 1.0
     assert _snapshot_of(member) is snap  # caught up, never rebuilt
 
+    # More than half the slots dead: the snapshot packs its rows and still agrees.
+    paused = [r for r in rows if str(r.entry_id) not in first[:3]][:25]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memory_memoryentry SET lifecycle = 'paused' WHERE revision_id = ANY(%s)",
+            [[r.revision_id for r in paused]],
+        )
+    assert not set(_agrees(request, member)) & {str(r.entry_id) for r in paused}
+    assert len(snap.slot) == 41 - 2 - 25  # the new row in; one paused, one deleted before
+    assert snap.size < 41 and snap.dead * 2 <= snap.size  # packed on the way
+    assert all(r.revision_id not in snap.slot for r in paused)
+
 
 @pytest.mark.django_db(transaction=True)
 def test_a_snapshot_that_missed_a_change_still_never_returns_the_row(
