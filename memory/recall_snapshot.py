@@ -447,13 +447,16 @@ def _catch_up(member: Any, snap: Snapshot) -> None:
     """One round trip: the horizon now, and the current state of every revision noted
     since the last look (deleted ones come back empty); a second only for revisions not
     seen before, for their bodies."""
+    # LATERAL: one primary-key probe per changed revision. As a join, the planner hashed
+    # every row of the member (0.7 of 1.7 ms at 1k).
     sql = (
-        f"SELECT h.x::text, c.revision_id, {_light('m.')} "  # noqa: S608
+        f"SELECT h.x::text, c.revision_id, m.* "  # noqa: S608
         "FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS x) AS h "
         f"LEFT JOIN (SELECT DISTINCT revision_id FROM {_CHANGES} "
         "WHERE member_id = %s AND xid >= %s::xid8) AS c ON true "
-        f"LEFT JOIN {_TABLE} AS m ON m.revision_id = c.revision_id "
-        "AND m.tenant_id = %s AND m.member_id = %s"
+        f"LEFT JOIN LATERAL (SELECT {_light()} FROM {_TABLE} "
+        "WHERE revision_id = c.revision_id AND tenant_id = %s AND member_id = %s OFFSET 0) AS m "
+        "ON true"
     )
     with plainsql.cursor() as cursor:
         cursor.execute(sql, [member.pk, snap.horizon, member.tenant_id, member.pk])
@@ -656,11 +659,15 @@ def _read_back(
         return
     gate_sql, gate_params = gates
     postgres = connection.vendor == "postgresql"
+    # The wanted rows by primary key first, then the gates: left to itself the planner
+    # walked the member's scope-key index and filtered a thousand rows at 1k.
+    wanted_sql = recall_db._one_of("revision_id", len(revisions))
+    fence = " OFFSET 0" if postgres else ""
     sql = (
-        f"SELECT {recall_db._selected()} FROM {_TABLE} "  # noqa: S608
-        f"WHERE {gate_sql} AND {recall_db._one_of('revision_id', len(revisions))}"
+        f"SELECT {recall_db._selected()} FROM (SELECT * FROM {_TABLE} "  # noqa: S608
+        f"WHERE {wanted_sql}{fence}) AS wanted WHERE {gate_sql}"
     )
-    params = [*gate_params, *([revisions] if postgres else [r.hex for r in revisions])]
+    params = [*([revisions] if postgres else [r.hex for r in revisions]), *gate_params]
     for row in recall_db._fetch(sql, params):
         c = decoder.candidate(row)
         fetched[c.entry_id] = c

@@ -326,6 +326,39 @@ def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, memb
     assert RecallEvent.objects.filter(member=member).count() == 60
 
 
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_usage_and_history_are_one_statement(
+    require_postgres, member
+) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.recall_service import RecallAsk, recall_resolve
+
+    grant_storage(member)
+    for body in ["I like my coffee black", "Coffee with oat milk"]:
+        memory_write(principal=as_member(member), member=member, draft=draft(member, body))
+    ask_ = RecallAsk(
+        scope_kind="profile",
+        scope_identifiers={},
+        scope_key=None,
+        query=QUERY,
+        surface="assistant",
+        context="general",
+        destination_tier="local",
+    )
+    with CaptureQueriesContext(connection) as seen:
+        recall_resolve(principal=as_member(member), member=member, ask=ask_)
+    writes = [q["sql"] for q in seen.captured_queries if "memory_recallevent" in q["sql"]]
+    assert len(writes) == 1 and writes[0].startswith("WITH bumped AS (UPDATE memory_memoryentry")
+    assert sorted(
+        MemoryEntry.objects.filter(member=member, is_current=True).values_list(
+            "reference_count", flat=True
+        )
+    ) == [1, 1]
+    assert RecallEvent.objects.filter(member=member).count() == 2
+
+
 _BUMP_AT = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
 
