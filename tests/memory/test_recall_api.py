@@ -296,14 +296,10 @@ def test_the_member_page_shows_where_and_when_an_entry_was_recalled(
     assert "by the assistant" in page
 
 
-@pytest.mark.django_db(transaction=True)
-def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
-    from memory.recall_service import RecallAsk, recall_resolve
+def _profile_ask() -> Any:
+    from memory.recall_service import RecallAsk
 
-    grant_storage(member)
-    for body in ["I like my coffee black", "Coffee with oat milk", "Decaf coffee after six"]:
-        memory_write(principal=as_member(member), member=member, draft=draft(member, body))
-    ask_ = RecallAsk(
+    return RecallAsk(
         scope_kind="profile",
         scope_identifiers={},
         scope_key=None,
@@ -312,6 +308,16 @@ def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, memb
         context="general",
         destination_tier="local",
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+    from memory.recall_service import recall_resolve
+
+    grant_storage(member)
+    for body in ["I like my coffee black", "Coffee with oat milk", "Decaf coffee after six"]:
+        memory_write(principal=as_member(member), member=member, draft=draft(member, body))
+    ask_ = _profile_ask()
 
     def recall_some() -> None:
         for _ in range(5):
@@ -333,20 +339,12 @@ def test_outside_a_transaction_usage_and_history_are_one_statement(
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from memory.recall_service import RecallAsk, recall_resolve
+    from memory.recall_service import recall_resolve
 
     grant_storage(member)
     for body in ["I like my coffee black", "Coffee with oat milk"]:
         memory_write(principal=as_member(member), member=member, draft=draft(member, body))
-    ask_ = RecallAsk(
-        scope_kind="profile",
-        scope_identifiers={},
-        scope_key=None,
-        query=QUERY,
-        surface="assistant",
-        context="general",
-        destination_tier="local",
-    )
+    ask_ = _profile_ask()
     with CaptureQueriesContext(connection) as seen:
         recall_resolve(principal=as_member(member), member=member, ask=ask_)
     writes = [q["sql"] for q in seen.captured_queries if "memory_recallevent" in q["sql"]]
