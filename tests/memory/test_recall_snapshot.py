@@ -375,3 +375,85 @@ def test_a_vector_stored_later_reaches_the_snapshot(require_postgres, member) ->
     full = _exhaustive(request, member, "hybrid", fast, vectors=vectors)
     assert _entries(fast.result) == _entries(full)
     assert _entries(fast.result) != _entries(first.result)  # ranked by the stored vectors
+
+
+_CHANGES = ["insert", "lifecycle", "suppress", "unsuppress", "usage", "delete"]
+
+
+@pytest.mark.django_db(transaction=True)
+@_generated(15)
+def test_a_cached_snapshot_agrees_after_any_sequence_of_changes(
+    require_postgres, member, data
+) -> None:  # type: ignore[no-untyped-def]
+    draw = data.draw
+    MemoryEntry.objects.filter(member=member).delete()  # committed rows of earlier examples
+    recall_snapshot.clear()
+    rows = [_row(member, draw, i) for i in range(draw(st.integers(0, 30)))]
+    MemoryEntry.objects.bulk_create(rows)
+    request = _request(member, draw)
+    name = draw(st.sampled_from(RANKERS))
+
+    def agrees() -> None:
+        # A small first read, so that a wrong ranking would show in the answer.
+        fast = recall_snapshot.resolve_cached(
+            request,
+            member=member,
+            ranker_name=name,
+            prepare=semantic.semantic_for(name),
+            first_read=draw(st.integers(1, 3)),
+        )
+        assert _entries(fast.result) == _entries(_exhaustive(request, member, name, fast))
+        assert _rows_of(_snapshot_of(member, name)) == _rows_of(
+            recall_snapshot._build(member, name, horizon=False)
+        )
+
+    agrees()
+    snap = _snapshot_of(member, name)
+    for step in range(draw(st.integers(1, 5))):
+        change = draw(st.sampled_from(_CHANGES))
+        live = list(MemoryEntry.objects.filter(member=member))
+        if change == "insert" or not live:
+            MemoryEntry.objects.bulk_create([_row(member, draw, 100 + step)])
+        elif change == "delete":
+            MemoryEntry.objects.filter(pk=draw(st.sampled_from(live)).pk).delete()
+        else:
+            row = draw(st.sampled_from(live))
+            _set(row, **_change(change, draw))
+        agrees()
+    assert _snapshot_of(member, name) is snap  # every change was caught up, never rebuilt
+
+
+def _rows_of(snap: recall_snapshot.Snapshot) -> dict[uuid.UUID, tuple[Any, ...]]:
+    """What a snapshot holds about each live row, codes spelled out."""
+    name = {code: text for text, code in snap.codes.items()}
+    return {
+        revision: (
+            snap.entry_ids[at],
+            snap.words[at],
+            *(name.get(int(snap.ints[k][at])) for k in ("scope", "adapter", "category", "cluster")),
+            *(float(snap.floats[k][at]) for k in sorted(snap.floats)),
+        )
+        for revision, at in snap.slot.items()
+    }
+
+
+def _change(change: str, draw: Any) -> dict[str, Any]:
+    if change == "lifecycle":
+        return {"lifecycle": draw(st.sampled_from(["active", "paused", "draft"]))}
+    if change == "suppress":
+        ends = draw(st.sampled_from([None, NOW - timedelta(hours=1), NOW + timedelta(days=1)]))
+        return {
+            "suppression_reason": "user-pause",
+            "suppression_started_at": NOW - timedelta(days=1),
+            "suppression_ends_at": ends,
+        }
+    if change == "unsuppress":
+        return {
+            "suppression_reason": None,
+            "suppression_started_at": None,
+            "suppression_ends_at": None,
+        }
+    return {
+        "reference_count": draw(st.integers(0, 12)),
+        "last_referenced_at": draw(st.sampled_from([None, NOW, NOW - timedelta(days=3)])),
+    }
