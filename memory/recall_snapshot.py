@@ -24,9 +24,9 @@ A recall then:
 The database stays the last gate: a row is only ever returned as the table holds it when
 it is read back, so a snapshot that is behind can rank wrongly until its next look, never
 return a forgotten, paused or suppressed memory. Snapshots are rebuilt after
-`IRIS_RECALL_SNAPSHOT_SECONDS`, and the least recently used are dropped beyond
-`IRIS_RECALL_SNAPSHOT_ROWS` rows per worker. A row that leaves the live set leaves the
-snapshot at the next look, with its terms.
+`IRIS_RECALL_SNAPSHOT_SECONDS` and dropped when unused for as long; the least recently used
+are dropped beyond `IRIS_RECALL_SNAPSHOT_ROWS` rows per worker. A row that leaves the live
+set leaves the snapshot at the next look, with its terms.
 
 Only on PostgreSQL and outside a transaction: a snapshot built from rows a transaction
 has not committed could outlive a rollback. `resolve_once` builds a throwaway one anywhere
@@ -106,8 +106,6 @@ class Snapshot:
     """One member's live rows, by slot. Slots are never reused: a row that leaves is
     marked dead and its data dropped; `_compact` rebuilds when half the slots are dead."""
 
-    FIELDS = ("scope", "adapter", "category", "cluster", "ends", "anchor", "updated", "refs")
-
     def __init__(self, ranker_name: str) -> None:
         self.ranker_name = ranker_name
         self.lexical = ranker_name in ("lexical", "hybrid")
@@ -119,11 +117,16 @@ class Snapshot:
         self.size = 0
         self.capacity = 0
         self.live = np.zeros(0, dtype=bool)
-        self.ints = {k: np.zeros(0, dtype=np.int32) for k in ("scope", "adapter", "category")}
-        self.ints["cluster"] = np.zeros(0, dtype=np.int32)
-        self.floats = {k: np.zeros(0) for k in ("ends", "anchor", "updated", "refs", "origin")}
-        self.floats["chars"] = np.zeros(0)
-        self.floats["length"] = np.zeros(0)
+        # Codes (`codes`), -1 for a row without a conflict subject.
+        self.ints = {
+            k: np.zeros(0, dtype=np.int32) for k in ("scope", "adapter", "category", "cluster")
+        }
+        # Epoch seconds (`ends`: +inf for a suppression without end, -inf for none), the
+        # reference and origin terms before weighting, the body's characters and terms.
+        self.floats = {
+            k: np.zeros(0)
+            for k in ("ends", "anchor", "updated", "refs", "origin", "chars", "length")
+        }
         self.vectors = np.zeros((0, embedding.DIMENSION), dtype=np.float32)
         self.has_vector = np.zeros(0, dtype=bool)
         self.entry_ids: list[str | None] = []
@@ -557,14 +560,18 @@ def _current(member: Any, ranker_name: str) -> Snapshot:
 # The recall
 
 
-def resolve_cached(request: recall.RecallRequest, *, member: Any, **options: Any) -> Any:
+def resolve_cached(
+    request: recall.RecallRequest, *, member: Any, **options: Any
+) -> recall_db.FastRecall:
     """`recall_db.fast_resolve`'s answer from this worker's snapshot of the member."""
     with _LOCK:
         snap = _current(member, options.get("ranker_name", "jaccard"))
         return _resolve(snap, request, member=member, **options)
 
 
-def resolve_once(request: recall.RecallRequest, *, member: Any, **options: Any) -> Any:
+def resolve_once(
+    request: recall.RecallRequest, *, member: Any, **options: Any
+) -> recall_db.FastRecall:
     """The same from a snapshot built for this recall alone (any database, any
     transaction): what the tests compare with the exhaustive pipeline."""
     snap = _build(member, options.get("ranker_name", "jaccard"), horizon=False)
