@@ -802,6 +802,20 @@ def default_encoder() -> Encoder:
     return _default
 
 
+_prefetcher: Any = None
+
+
+def prefetch(text: str) -> Any:
+    """Start embedding a recall query on a helper thread and return its future: the model
+    runs while the request waits on the database, and the answer lands in the query cache."""
+    global _prefetcher
+    if _prefetcher is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="iris-query-embed")
+    return _prefetcher.submit(default_encoder().encode_one, text)
+
+
 def ready() -> bool:
     """Whether the process-wide encoder is loaded, or could be: `available()` looks for
     packages and files on disk (~0.2 ms), too much to ask on every write once loaded."""

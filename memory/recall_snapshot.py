@@ -371,9 +371,11 @@ class Snapshot:
                 cosine = np.ones(len(gated))
                 have = self.has_vector[gated]
                 if query_vector is not None and have.any():
+                    # Over every slot, then picked: gathering the gated rows' vectors first
+                    # copied them (15 MB at 10k), 1.2 ms against 0.2.
                     with embedding.one_blas_thread():
-                        found = self.vectors[gated[have]] @ query_vector
-                    cosine[have] = np.maximum(found, 0.0)
+                        found = self.vectors[: self.size] @ query_vector
+                    cosine[have] = np.maximum(found[gated[have]], 0.0)
                 value = w * value + (1.0 - w) * cosine
         else:
             q = recall.tokens(request.query)
@@ -588,14 +590,19 @@ def _resolve(
     prepare: Any = None,
     encoder: Any = None,
     first_read: int = FIRST_READ,
+    query_vector: Any = None,
 ) -> recall_db.FastRecall:
+    """`query_vector`: a future of the query's embedding, when the caller started it."""
     gates = recall_db._gates_sql(request, member=member, adapter_scopes=adapter_scopes)
     gated = snap.gated(request, adapter_scopes) if gates is not None else np.zeros(0, np.int64)
     corpus = snap.corpus(gated, query_terms(request.query)) if snap.lexical else None
-    query_vector = None
+    vector = None
     if snap.hybrid and prepare is not None:
-        query_vector = (encoder or embedding.default_encoder()).encode_one(request.query)
-    score = snap.scores(gated, request, corpus, query_vector)
+        if query_vector is not None:
+            vector = query_vector.result()
+        else:
+            vector = (encoder or embedding.default_encoder()).encode_one(request.query)
+    score = snap.scores(gated, request, corpus, vector)
 
     decoder = recall_db._Decoder(tenant_id=str(request.tenant_id), user_id=str(member.public_id))
     fetched: dict[str, recall.Candidate] = {}

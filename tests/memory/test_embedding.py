@@ -369,3 +369,15 @@ def test_ready_once_the_encoder_is_loaded_without_looking_on_disk(monkeypatch) -
     assert embedding.ready() is False
     monkeypatch.setattr(embedding, "_default", object())
     assert embedding.ready() is True
+
+
+def test_a_prefetched_query_is_the_encoded_one_and_is_cached() -> None:
+    need_model()
+    encoder = embedding.default_encoder()
+    query = "which espresso bar did my sister like in lisbon (prefetch test)"
+    encoder.clear_cache()
+    before = encoder.cache_len
+    vector = embedding.prefetch(query).result(timeout=30)
+    assert encoder.cache_len == before + 1  # the recall's own encode is then a cache hit
+    assert encoder.encode_one(query) is vector
+    assert (vector == encoder.encode_one(query, cache=False)).all()

@@ -47,9 +47,27 @@ def test_storing_again_keeps_the_vector_the_write_stored(hybrid, member) -> None
 
 
 def test_hybrid_recall_finds_a_paraphrased_memory_over_the_api(hybrid, member, surface_api) -> None:  # type: ignore[no-untyped-def]
-    grant_storage(member)
-    for body in ("I relocated to Lisbon for a bakery job", "My sister plays the cello"):
-        memory_write(principal=as_member(member), member=member, draft=draft(member, body))
+    _paraphrased_recall(member, surface_api)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hybrid_recall_from_the_worker_snapshot_with_the_query_embedded_alongside(
+    require_postgres, hybrid, member, surface_api
+) -> None:  # type: ignore[no-untyped-def]
+    from memory import recall_snapshot
+
+    _paraphrased_recall(member, surface_api)
+    [key] = recall_snapshot._CACHE  # committed rows, no transaction: the snapshot path
+    assert key[2:] == (member.pk, "hybrid")
+    assert recall_snapshot._CACHE[key].has_vector[:2].all()
+    _paraphrased_recall(member, surface_api, written=True)
+
+
+def _paraphrased_recall(member, surface_api, *, written: bool = False) -> None:  # type: ignore[no-untyped-def]
+    if not written:
+        grant_storage(member)
+        for body in ("I relocated to Lisbon for a bakery job", "My sister plays the cello"):
+            memory_write(principal=as_member(member), member=member, draft=draft(member, body))
     response = surface_api.post(
         "/api/v1/recall",
         {
