@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -162,13 +162,22 @@ def consented_for(member: User, narrowed: frozenset[str] | None) -> tuple[frozen
 
 
 def build_request(
-    *, principal: Principal, member: User, ask: RecallAsk, now: datetime
+    *,
+    principal: Principal,
+    member: User,
+    ask: RecallAsk,
+    now: datetime,
+    valid: Callable[[], object] | None = None,
 ) -> recall.RecallRequest:
+    """The pipeline's request; `valid` is called once the surface and scope have passed,
+    before the consent ledger is read."""
     if ask.surface not in CLIENT_SURFACES:
         raise Forbidden(
             "The admin surface is for operators, through an inspection.", code="surface-forbidden"
         )
     kind, key = _scope_key(ask, member)
+    if valid is not None:
+        valid()
     categories, multi_actor = consented_for(member, ask.consented_categories)
     return recall.RecallRequest(
         tenant_id=str(member.tenant_id),
@@ -262,11 +271,18 @@ def recall_resolve(
     """
     now = now or timezone.now()
     name, prepare = ranker()
-    # The query's embedding is computed on a helper thread while the ledger and the
-    # snapshot are read (ONNX Runtime lets go of the GIL): 0.4-0.6 ms of a hybrid recall's
-    # p50 in alternating batches (docs/performance.md).
-    query_vector = embedding.prefetch(ask.query) if name == "hybrid" else None
-    request = build_request(principal=principal, member=member, ask=ask, now=now)
+    # With the hybrid ranker, the query's embedding is computed on a helper thread once the
+    # request is known to be well formed, while the ledger and the snapshot are read (ONNX
+    # Runtime lets go of the GIL): 0.4-0.6 ms of a hybrid recall's p50 in alternating
+    # batches (docs/performance.md).
+    started: list[Any] = []
+
+    def embed_query() -> None:
+        if name == "hybrid":
+            started.append(embedding.prefetch(ask.query))
+
+    request = build_request(principal=principal, member=member, ask=ask, now=now, valid=embed_query)
+    query_vector = started[0] if started else None
     try:
         tier = parse_tier(ask.destination_tier or DEFAULT_TIER.value).value
     except ValueError:

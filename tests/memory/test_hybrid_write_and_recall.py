@@ -95,3 +95,36 @@ def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings) -> Non
     settings.IRIS_RECALL_SEMANTIC = "hybrid"
     assert warm_up() is True
     assert embedding._default is not None
+
+
+def test_the_query_is_embedded_ahead_only_for_a_well_formed_recall(
+    hybrid, member, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from governance.errors import Forbidden, ValidationFailed
+    from memory.recall_service import RecallAsk, recall_resolve
+
+    started: list[str] = []
+    real = embedding.prefetch
+    monkeypatch.setattr(embedding, "prefetch", lambda text: started.append(text) or real(text))
+    grant_storage(member)
+
+    def ask(**changes: object) -> RecallAsk:
+        fields = {
+            "scope_kind": "profile",
+            "scope_identifiers": {},
+            "scope_key": None,
+            "query": "where do I live",
+            "surface": "assistant",
+            "context": "general",
+            "destination_tier": "local",
+            **changes,
+        }
+        return RecallAsk(**fields)  # type: ignore[arg-type]
+
+    with pytest.raises(Forbidden):
+        recall_resolve(principal=as_member(member), member=member, ask=ask(surface="admin"))
+    with pytest.raises(ValidationFailed):
+        recall_resolve(principal=as_member(member), member=member, ask=ask(scope_key="nope"))
+    assert started == []
+    recall_resolve(principal=as_member(member), member=member, ask=ask())
+    assert started == ["where do I live"]
