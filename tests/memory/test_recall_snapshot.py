@@ -36,11 +36,8 @@ from tests.memory.test_recall_fast_path import (
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache(settings):  # type: ignore[no-untyped-def]
-    settings.IRIS_RECALL_SNAPSHOT = True
-    recall_snapshot.clear()
-    yield
-    recall_snapshot.clear()
+def _snapshots_on(settings):  # type: ignore[no-untyped-def]
+    settings.IRIS_RECALL_SNAPSHOT = True  # tests/conftest.py empties the cache for each test
 
 
 def _exhaustive(
