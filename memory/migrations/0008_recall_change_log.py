@@ -4,9 +4,10 @@ Each web worker keeps what ranking needs about a member's rows in memory
 (memory.recall_snapshot) and brings it up to date at every recall by reading the revisions
 changed since its last look. Triggers note every insert, update and delete of a memory
 row, and of a stored embedding, with the writing transaction's id. A reader asks for the
-rows noted by transactions at or after the oldest one still running when it last looked
-(`pg_snapshot_xmin`), so a transaction that commits late is never skipped, whatever order
-the transactions committed in. No lock is taken, so a bump cannot deadlock with a write.
+rows noted by the transactions its last look could not see: those still running then, and
+those that began after (`pg_snapshot_xip`, `pg_snapshot_xmax`). So a transaction that
+commits late is never skipped, whatever order the transactions committed in. No lock is
+taken, so a bump cannot deadlock with a write.
 
 The log holds ids only, never text. `memory.tasks.prune_recall_changes` deletes what is
 older than `IRIS_RECALL_CHANGES_KEEP_SECONDS`; snapshots are rebuilt well within that.

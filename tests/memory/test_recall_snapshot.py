@@ -257,6 +257,30 @@ def test_a_change_committed_after_a_later_one_is_still_seen(require_postgres, me
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_writer_left_open_costs_each_look_only_its_own_changes(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+    rows = _coffee_rows(member, 10)
+    _agrees(_profile_request(member, "coffee", "assistant"), member)
+    snap = _snapshot_of(member)
+    db = connection.settings_dict
+    with psycopg.connect(
+        dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432
+    ) as slow:
+        slow.execute(
+            "UPDATE memory_memoryentry SET reference_count = 9 WHERE revision_id = %s",
+            [rows[9].revision_id],
+        )
+        for i in range(3):
+            _set(rows[i], reference_count=5)
+            # This change alone: not every change since the open writer began.
+            assert recall_snapshot._catch_up(member, snap) == 1
+        assert recall_snapshot._catch_up(member, snap) == 0
+        slow.commit()
+    assert recall_snapshot._catch_up(member, snap) == 1  # the writer's, once it committed
+    assert snap.floats["refs"][snap.slot[rows[9].revision_id]] == 0.9
+    assert recall_snapshot._catch_up(member, snap) == 0
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_change_log_names_rows_and_nothing_of_their_text(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
     rows = _coffee_rows(member, 3)
     _set(rows[0], reference_count=4)
@@ -401,7 +425,7 @@ def test_a_cached_snapshot_agrees_after_any_sequence_of_changes(
         )
         assert _entries(fast.result) == _entries(_exhaustive(request, member, name, fast))
         assert _rows_of(_snapshot_of(member, name)) == _rows_of(
-            recall_snapshot._build(member, name, horizon=False)
+            recall_snapshot._build(member, name, follow=False)
         )
 
     agrees()
