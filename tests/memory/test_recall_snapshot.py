@@ -232,6 +232,14 @@ def test_a_snapshot_that_missed_a_change_still_never_returns_the_row(
     assert len(fast.result.entries) == 12  # the table's gates dropped it; the next filled in
 
 
+def _second_connection() -> psycopg.Connection[Any]:
+    """Another session on the test database, for a writer that is not this test's."""
+    db = connection.settings_dict
+    return psycopg.connect(
+        dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_change_committed_after_a_later_one_is_still_seen(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
     rows = _coffee_rows(member, 20)
@@ -239,10 +247,7 @@ def test_a_change_committed_after_a_later_one_is_still_seen(require_postgres, me
     _agrees(request, member)
     snap = _snapshot_of(member)
     target = rows[19]
-    db = connection.settings_dict
-    with psycopg.connect(
-        dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432
-    ) as slow:
+    with _second_connection() as slow:
         # A transaction that started writing first commits last.
         slow.execute(
             "UPDATE memory_memoryentry SET reference_count = 9 WHERE revision_id = %s",
@@ -261,10 +266,7 @@ def test_a_writer_left_open_costs_each_look_only_its_own_changes(require_postgre
     rows = _coffee_rows(member, 10)
     _agrees(_profile_request(member, "coffee", "assistant"), member)
     snap = _snapshot_of(member)
-    db = connection.settings_dict
-    with psycopg.connect(
-        dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432
-    ) as slow:
+    with _second_connection() as slow:
         slow.execute(
             "UPDATE memory_memoryentry SET reference_count = 9 WHERE revision_id = %s",
             [rows[9].revision_id],
