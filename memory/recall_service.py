@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -312,8 +313,11 @@ def recall_resolve(
     )
     # The worker's snapshot of the member where it may keep one (memory.recall_snapshot);
     # otherwise the rows are streamed from the table. Both return what `resolve` would
-    # over every row.
-    if recall_snapshot.usable():
+    # over every row. A worker's first recall of a member (or one whose snapshot is due
+    # for a rebuild) streams, and the snapshot is built once the answer has gone out:
+    # building one takes 14 ms at 1k rows, 110 at 10k and 750 at 50k.
+    snapshots = recall_snapshot.usable()
+    if snapshots and recall_snapshot.held(member, name):
         fast = recall_snapshot.resolve_cached(
             request,
             member=member,
@@ -332,6 +336,8 @@ def recall_resolve(
             ranker_name=name,
             prepare=prepare,
         )
+        if snapshots:
+            after_response.defer(partial(recall_snapshot.warm, member, name))
     # Asked once and handed to the egress check, which would otherwise ask at each hook;
     # only the cloud tier consults it (governance.classify.EGRESS_TABLE).
     internal_to_cloud = tier == Tier.CLOUD.value and tenant_allows_internal_cloud(member.tenant_id)

@@ -551,13 +551,33 @@ def usable() -> bool:
     )
 
 
+def _key(member: Any, ranker_name: str) -> tuple[Any, ...]:
+    return (connection.alias, str(member.tenant_id), member.pk, ranker_name)
+
+
+def _fresh(snap: Snapshot | None) -> bool:
+    lifetime = float(settings.IRIS_RECALL_SNAPSHOT_SECONDS)
+    return snap is not None and time.monotonic() - snap.built <= lifetime
+
+
+def held(member: Any, ranker_name: str) -> bool:
+    """Whether this worker holds a snapshot of the member it may still use."""
+    with _LOCK:
+        return _fresh(_CACHE.get(_key(member, ranker_name)))
+
+
+def warm(member: Any, ranker_name: str) -> None:
+    """Build (or catch up) the member's snapshot, for the next recall."""
+    if usable():
+        with _LOCK:
+            _current(member, ranker_name)
+
+
 def _current(member: Any, ranker_name: str) -> Snapshot:
-    key = (connection.alias, str(member.tenant_id), member.pk, ranker_name)
+    key = _key(member, ranker_name)
     snap = _CACHE.get(key)
     lifetime = float(settings.IRIS_RECALL_SNAPSHOT_SECONDS)
-    if snap is not None and time.monotonic() - snap.built > lifetime:
-        snap = None
-    if snap is None:
+    if snap is None or not _fresh(snap):
         snap = _build(member, ranker_name, follow=True)
     else:
         _catch_up(member, snap)
@@ -569,13 +589,13 @@ def _current(member: Any, ranker_name: str) -> Snapshot:
     now = time.monotonic()
     snap.used = now
     budget = int(settings.IRIS_RECALL_SNAPSHOT_ROWS)
-    held = sum(s.size for s in _CACHE.values())
+    rows = sum(s.size for s in _CACHE.values())
     while len(_CACHE) > 1:
         oldest = next(iter(_CACHE.values()))
-        if held <= budget and now - oldest.used <= lifetime:
+        if rows <= budget and now - oldest.used <= lifetime:
             break
         _CACHE.popitem(last=False)
-        held -= oldest.size
+        rows -= oldest.size
     return snap
 
 

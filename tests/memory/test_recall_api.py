@@ -357,6 +357,36 @@ def test_outside_a_transaction_usage_and_history_are_one_statement(
     assert RecallEvent.objects.filter(member=member).count() == 2
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_workers_first_recall_of_a_member_streams_and_builds_the_snapshot_after(
+    require_postgres, member, monkeypatch, settings
+) -> None:  # type: ignore[no-untyped-def]
+    from memory import recall_snapshot
+    from memory.recall_service import recall_resolve
+
+    grant_storage(member)
+    for body in ["I like my coffee black", "Coffee with oat milk"]:
+        memory_write(principal=as_member(member), member=member, draft=draft(member, body))
+    from_snapshot: list[int] = []
+    real = recall_snapshot.resolve_cached
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        from_snapshot.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(recall_snapshot, "resolve_cached", counted)
+
+    def ids() -> list[str]:
+        wire = recall_resolve(principal=as_member(member), member=member, ask=_profile_ask())
+        return [item["entry"]["id"] for item in wire["entries"]]
+
+    first = ids()  # streamed; the snapshot is built once the answer is out
+    assert from_snapshot == [] and recall_snapshot.held(member, "jaccard")
+    assert ids() == first and from_snapshot == [1]
+    settings.IRIS_RECALL_SNAPSHOT_SECONDS = 0  # due for a rebuild: streamed again
+    assert ids() == first and from_snapshot == [1]
+
+
 _BUMP_AT = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
 
