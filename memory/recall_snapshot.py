@@ -505,6 +505,29 @@ def _catch_up(member: Any, snap: Snapshot) -> int:
     return noted
 
 
+# The change log's triggers (migration 0008). Without them snapshots never learn of a
+# change and rank on old rows until they are rebuilt (never leaking: the table has the last
+# word), so `manage.py doctor` asks for them.
+TRIGGERS = tuple(
+    f"memory_{table}_{event}"
+    for table in ("entry", "embedding")
+    for event in ("inserted", "updated", "deleted")
+)
+
+
+def missing_triggers() -> list[str]:
+    """The change log's triggers that are absent or disabled (none off PostgreSQL)."""
+    if connection.vendor != "postgresql":
+        return []
+    with plainsql.cursor() as cursor:
+        cursor.execute(
+            "SELECT tgname FROM pg_trigger WHERE tgname = ANY(%s) AND tgenabled <> 'D'",
+            [list(TRIGGERS)],
+        )
+        present = {row[0] for row in cursor.fetchall()}
+    return [name for name in TRIGGERS if name not in present]
+
+
 def prune_changes(*, batch: int, batches: int = 1) -> int:
     """Delete changes older than `IRIS_RECALL_CHANGES_KEEP_SECONDS` (at least two snapshot
     lifetimes), `batch` rows at a time, at most `batches` times; returns how many."""

@@ -480,3 +480,16 @@ def _change(change: str, draw: Any) -> dict[str, Any]:
         "reference_count": draw(st.integers(0, 12)),
         "last_referenced_at": draw(st.sampled_from([None, NOW, NOW - timedelta(days=3)])),
     }
+
+
+@pytest.mark.django_db
+def test_doctor_names_a_disabled_change_log_trigger(require_postgres, capsys) -> None:  # type: ignore[no-untyped-def]
+    from django.core.management import CommandError, call_command
+
+    assert recall_snapshot.missing_triggers() == []
+    with connection.cursor() as cursor:  # undone with the test's transaction
+        cursor.execute("ALTER TABLE memory_memoryentry DISABLE TRIGGER memory_entry_updated")
+    assert recall_snapshot.missing_triggers() == ["memory_entry_updated"]
+    with pytest.raises(CommandError, match="recall change log"):
+        call_command("doctor")
+    assert "triggers missing or disabled: memory_entry_updated" in capsys.readouterr().out

@@ -10,7 +10,10 @@ from governance.keys import MasterKeyError, check_master_key
 
 
 class Command(BaseCommand):
-    help = "Check the database, migrations, Redis, the master key and the audit chain."
+    help = (
+        "Check the database, migrations, Redis, the master key, the audit chain and "
+        "recall's change log."
+    )
 
     def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
         problems = []
@@ -38,6 +41,17 @@ class Command(BaseCommand):
             )
             if not report.ok:
                 problems.append("audit chain")
+        if "database" not in problems and "migrations" not in problems:
+            from memory.recall_snapshot import missing_triggers
+
+            missing = missing_triggers()
+            self.stdout.write(
+                "recall change log: ok"
+                if not missing
+                else f"recall change log: triggers missing or disabled: {', '.join(missing)}"
+            )
+            if missing:
+                problems.append("recall change log")
         if problems:
             raise CommandError("doctor found problems: " + ", ".join(problems))
         self.stdout.write("doctor: all good")
