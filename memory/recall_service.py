@@ -317,25 +317,18 @@ def recall_resolve(
     # for a rebuild) streams, and the snapshot is built once the answer has gone out:
     # building one takes 14 ms at 1k rows, 110 at 10k and 750 at 50k.
     snapshots = recall_snapshot.usable()
+    options: dict[str, Any] = {
+        "member": member,
+        "adapter_scopes": adapter_scopes,
+        "ranker_name": name,
+        "prepare": prepare,
+    }
     if snapshots and recall_snapshot.held(member, name):
-        fast = recall_snapshot.resolve_cached(
-            request,
-            member=member,
-            adapter_scopes=adapter_scopes,
-            ranker_name=name,
-            prepare=prepare,
-            query_vector=query_vector,
-        )
+        fast = recall_snapshot.resolve_cached(request, query_vector=query_vector, **options)
     else:
         if query_vector is not None:
             query_vector.result()  # in the encoder's cache now
-        fast = recall_db.fast_resolve(
-            request,
-            member=member,
-            adapter_scopes=adapter_scopes,
-            ranker_name=name,
-            prepare=prepare,
-        )
+        fast = recall_db.fast_resolve(request, **options)
         if snapshots:
             after_response.defer(partial(recall_snapshot.warm, member, name))
     # Asked once and handed to the egress check, which would otherwise ask at each hook;
