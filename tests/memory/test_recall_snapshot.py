@@ -19,7 +19,6 @@ from django.db import connection, transaction
 from hypothesis import strategies as st
 
 from memory import recall, recall_db, recall_snapshot, semantic
-from memory.lexical import Bm25Index
 from memory.models import MemoryEntry
 from tests.memory.test_recall_fast_path import (
     NOW,
@@ -32,6 +31,7 @@ from tests.memory.test_recall_fast_path import (
     _request,
     _row,
     _store_vectors,
+    assert_member_statistics,
 )
 
 
@@ -74,14 +74,7 @@ def test_a_snapshot_recall_equals_the_exhaustive_pipeline(member, other_member, 
         assert _entries(fast.result) == _entries(full)
         assert fast.result.audit_envelope.returned_ids == full.audit_envelope.returned_ids
         if name == "lexical":
-            # Counted over every gated row, Unicode folding included.
-            gated = recall_db.base_rows(request, member=member)
-            exact = Bm25Index((str(e.entry_id), e.body) for e in gated).stats
-            assert fast.corpus is not None
-            assert fast.corpus.document_count == exact.document_count
-            for term in exact.document_frequency:
-                wanted = exact.document_frequency[term]
-                assert fast.corpus.document_frequency.get(term, wanted) == wanted
+            assert_member_statistics(fast, request, member)
         transaction.set_rollback(True)
 
 
