@@ -18,7 +18,11 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)
 
-run: install
+# Management commands read this file, so in a development checkout they run as `make run` does.
+.env:
+	printf '# Written by make run: this checkout runs in development mode.\n# For production use the variables of .env.example instead.\nDEBUG=1\n' > .env
+
+run: install .env
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py seed_demo
 	@echo "Iris is serving on http://127.0.0.1:8000 (sign in with a demo login above)"

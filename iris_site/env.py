@@ -14,6 +14,23 @@ TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off", ""}
 
 
+class SettingsError(ImproperlyConfigured):
+    """A missing or malformed environment variable: manage.py, wsgi and Celery report it in
+    one line instead of a traceback."""
+
+
+def read_env_file(path: Path) -> None:
+    """Load a checkout's `.env` (what `make run` writes); the process environment wins."""
+    if path.is_file():
+        import environ
+
+        environ.Env.read_env(path, overwrite=False)
+
+
+def exit_on_settings_error(exc: SettingsError) -> None:
+    sys.exit(f"iris: {exc}")
+
+
 def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None:
@@ -23,7 +40,7 @@ def env_bool(name: str, default: bool) -> bool:
         return True
     if value in FALSE:
         return False
-    raise ImproperlyConfigured(f"{name} must be one of 1/0/true/false, not {raw!r}")
+    raise SettingsError(f"{name} must be one of 1/0/true/false, not {raw!r}")
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -37,7 +54,7 @@ def env_int(name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, not {raw!r}") from exc
+        raise SettingsError(f"{name} must be an integer, not {raw!r}") from exc
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -52,7 +69,10 @@ def required_in_production(name: str, *, debug: bool, dev_value: str) -> str:
     if value:
         return value
     if not debug:
-        raise ImproperlyConfigured(f"{name} must be set when DEBUG is off")
+        raise SettingsError(
+            f"{name} must be set when DEBUG is off (see .env.example; in a development "
+            "checkout, `make run` writes a .env that turns DEBUG on)"
+        )
     return dev_value
 
 

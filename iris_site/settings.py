@@ -8,16 +8,19 @@ import environ
 from csp.constants import NONE, SELF
 
 from iris_site.env import (
+    SettingsError,
     dev_master_key,
     dev_secret_key,
     env_bool,
     env_int,
     env_list,
     env_str,
+    read_env_file,
     required_in_production,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+read_env_file(Path(env_str("IRIS_ENV_FILE") or BASE_DIR / ".env"))
 VAR_DIR = Path(env_str("IRIS_VAR_DIR") or BASE_DIR / "var")
 
 DEBUG = env_bool("DEBUG", False)
@@ -30,9 +33,7 @@ IRIS_MASTER_KEY = required_in_production(
 ) or dev_master_key(VAR_DIR)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
 if not DEBUG and not ALLOWED_HOSTS:
-    from django.core.exceptions import ImproperlyConfigured
-
-    raise ImproperlyConfigured("ALLOWED_HOSTS must be set when DEBUG is off")
+    raise SettingsError("ALLOWED_HOSTS must be set when DEBUG is off (see .env.example)")
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -215,7 +216,7 @@ IRIS_AUDIT_CHECKPOINT_PATH = Path(
 IRIS_AUDIT_SEAL_INTERVAL = float(env_str("IRIS_AUDIT_SEAL_INTERVAL", "1.0"))
 IRIS_IDEMPOTENCY_TTL_HOURS = env_int("IRIS_IDEMPOTENCY_TTL_HOURS", 24)
 # Recall's semantic term: jaccard (the spec's default), lexical (BM25) or hybrid (BM25 and the
-# offline MiniLM embedding; needs `make install-embeddings`).
+# offline MiniLM embedding, part of the install).
 IRIS_RECALL_SEMANTIC = env_str("IRIS_RECALL_SEMANTIC", "jaccard")
 # Seconds a process keeps BM25's collection statistics of one member's gated rows (0: count
 # them on every recall). They weigh the lexical score only; docs/decisions/recall.md.

