@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+# Surface names are the kernel's; re-exported for consent's and memory's readers.
+from governance.surfaces import SURFACES  # noqa: F401
+
 
 class Category(StrEnum):
     FACT = "fact"
@@ -174,16 +177,3 @@ class Consumer(StrEnum):
     STUDIO = "studio"
     ADMIN = "admin"
     SUPPORT = "support"
-
-
-# Product surfaces that hold API clients (the consumers that are apps, not operators).
-SURFACES: tuple[str, ...] = (
-    "assistant",
-    "tara",
-    "arete",
-    "veritas",
-    "nyx",
-    "nisaba",
-    "metis",
-    "studio",
-)

@@ -9,12 +9,12 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from guardian.shortcuts import assign_perm
 
-from consent.enums import SURFACES
 from governance.audit import Actor, audit_record
 from governance.auth import hash_token, new_token
 from governance.errors import Conflict, ValidationFailed
 from governance.models import SurfaceClient, Tenant, User
 from governance.roles import MEMBER, ROLE_CHOICES, ROLE_PERMISSIONS, Role
+from governance.surfaces import SURFACES
 
 POLICY = "iris-governance-v1"
 

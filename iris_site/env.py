@@ -57,6 +57,16 @@ def env_int(name: str, default: int) -> int:
         raise SettingsError(f"{name} must be an integer, not {raw!r}") from exc
 
 
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a number, not {raw!r}") from exc
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:

@@ -12,6 +12,7 @@ from iris_site.env import (
     dev_master_key,
     dev_secret_key,
     env_bool,
+    env_float,
     env_int,
     env_list,
     env_str,
@@ -106,8 +107,8 @@ else:
     # one does, not PostgreSQL's default 4x. With 4.0 the planner read a 10k member's every
     # row and sorted them where walking the recency index reads 96 (docs/performance.md).
     # Empty to leave the server's value (e.g. behind a pooler that refuses `options`).
-    if _cost := env_str("IRIS_DB_RANDOM_PAGE_COST", "1.1"):
-        _pg["options"] = f"-c random_page_cost={float(_cost)}"
+    if env_str("IRIS_DB_RANDOM_PAGE_COST", "1.1"):
+        _pg["options"] = f"-c random_page_cost={env_float('IRIS_DB_RANDOM_PAGE_COST', 1.1)}"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "governance.User"
@@ -134,6 +135,13 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 
 REDIS_URL = env_str("REDIS_URL")
+# Production runs jobs on a real worker: without DEBUG, no broker is an error unless jobs
+# are asked to run in-process on purpose (a single-process install, the tests).
+IRIS_EAGER_TASKS = env_bool("IRIS_EAGER_TASKS", DEBUG)
+if not REDIS_URL and not IRIS_EAGER_TASKS:
+    raise SettingsError(
+        "REDIS_URL must be set when DEBUG is off (or IRIS_EAGER_TASKS=1 to run jobs in-process)"
+    )
 CACHES = (
     {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
     if REDIS_URL
@@ -213,20 +221,20 @@ IRIS_AUDIT_CHECKPOINT_PATH = Path(
     env_str("IRIS_AUDIT_CHECKPOINT_PATH") or VAR_DIR / "audit-checkpoints.jsonl"
 )
 # Seconds between opportunistic seals after commit in one process (0: seal after every commit).
-IRIS_AUDIT_SEAL_INTERVAL = float(env_str("IRIS_AUDIT_SEAL_INTERVAL", "1.0"))
+IRIS_AUDIT_SEAL_INTERVAL = env_float("IRIS_AUDIT_SEAL_INTERVAL", 1.0)
 IRIS_IDEMPOTENCY_TTL_HOURS = env_int("IRIS_IDEMPOTENCY_TTL_HOURS", 24)
 # Recall's semantic term: jaccard (the spec's default), lexical (BM25) or hybrid (BM25 and the
 # offline MiniLM embedding, part of the install).
 IRIS_RECALL_SEMANTIC = env_str("IRIS_RECALL_SEMANTIC", "jaccard")
 # Seconds a process keeps BM25's collection statistics of one member's gated rows (0: count
 # them on every recall). They weigh the lexical score only; docs/decisions/recall.md.
-IRIS_RECALL_STATS_SECONDS = float(env_str("IRIS_RECALL_STATS_SECONDS", "30"))
+IRIS_RECALL_STATS_SECONDS = env_float("IRIS_RECALL_STATS_SECONDS", 30.0)
 # Recall ranks from a per-worker snapshot of each member's rows, kept current by the change
 # log (memory.recall_snapshot, docs/decisions/recall.md): on/off, seconds before a snapshot
 # is rebuilt from scratch, rows a worker holds over all members, and how long the change
 # log keeps a change (longer than a snapshot lives).
 IRIS_RECALL_SNAPSHOT = env_bool("IRIS_RECALL_SNAPSHOT", True)
-IRIS_RECALL_SNAPSHOT_SECONDS = float(env_str("IRIS_RECALL_SNAPSHOT_SECONDS", "600"))
+IRIS_RECALL_SNAPSHOT_SECONDS = env_float("IRIS_RECALL_SNAPSHOT_SECONDS", 600.0)
 IRIS_RECALL_SNAPSHOT_ROWS = env_int("IRIS_RECALL_SNAPSHOT_ROWS", 60_000)
 IRIS_RECALL_CHANGES_KEEP_SECONDS = env_int("IRIS_RECALL_CHANGES_KEEP_SECONDS", 1200)
 # The governance kernel (docs/decisions/governance-kernel.md).
@@ -237,6 +245,12 @@ IRIS_RUN_MAX_WRITES = env_int("IRIS_RUN_MAX_WRITES", 50)
 IRIS_RUN_MAX_RECALLS = env_int("IRIS_RUN_MAX_RECALLS", 200)
 IRIS_RUN_LOOP_REPEATS = env_int("IRIS_RUN_LOOP_REPEATS", 3)
 IRIS_RUN_RETENTION_DAYS = env_int("IRIS_RUN_RETENTION_DAYS", 7)
+# Continuity (memory.continuity.conf): the conflict window between two devices, how long an
+# unwritten token lives, the expiry job's batch and the largest read.
+IRIS_CONTINUITY_CONFLICT_WINDOW_SECONDS = env_int("IRIS_CONTINUITY_CONFLICT_WINDOW_SECONDS", 10)
+IRIS_CONTINUITY_TOKEN_TTL_DAYS = env_int("IRIS_CONTINUITY_TOKEN_TTL_DAYS", 30)
+IRIS_CONTINUITY_EXPIRY_BATCH = env_int("IRIS_CONTINUITY_EXPIRY_BATCH", 1000)
+IRIS_CONTINUITY_READ_LIMIT_MAX = env_int("IRIS_CONTINUITY_READ_LIMIT_MAX", 50)
 IRIS_TAINT_POLICY_PATH = Path(
     env_str("IRIS_TAINT_POLICY_PATH") or BASE_DIR / "config" / "governance" / "taint-policy.yaml"
 )

@@ -6,6 +6,8 @@ import os
 
 # Tests see the process environment only, never a checkout's development `.env`.
 os.environ.setdefault("IRIS_ENV_FILE", os.devnull)
+# Jobs run in-process unless a test starts the real worker (which switches eager mode off).
+os.environ.setdefault("IRIS_EAGER_TASKS", "1")
 os.environ.setdefault("SECRET_KEY", "iris-test-secret-key-not-for-production-0123456789")
 # A fixed, public test key (Fernet format); production reads IRIS_MASTER_KEY.
 os.environ.setdefault("IRIS_MASTER_KEY", "qDyBtHbH3rYqZfHqWvKp0hJ8p6hVqCk7m1sVx2rF8uA=")

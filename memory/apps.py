@@ -63,6 +63,7 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         from governance.approvals import register_resumable
         from governance.pipeline import register, registered_checks
+        from memory import checks  # noqa: F401 - registers memory's doctor checks
         from memory.services import MemoryWriteGate
 
         # The memory write gate is a governance check, so its decisions (scope policy,

@@ -1,5 +1,5 @@
-"""Continuity settings. Each reads a Django setting of the same name when the deployment
-sets one, else the environment (`iris_site.env` helpers), else the default."""
+"""Continuity settings, read from Django settings (iris_site/settings.py reads them from the
+environment)."""
 
 from __future__ import annotations
 
@@ -7,27 +7,24 @@ from datetime import timedelta
 
 from django.conf import settings
 
-from iris_site.env import env_int
 
-
-def _int(name: str, default: int) -> int:
-    value = getattr(settings, name, None)
-    return int(value) if value is not None else env_int(name, default)
+def _int(name: str) -> int:
+    return int(getattr(settings, name))
 
 
 def conflict_window() -> timedelta:
     """Two devices writing one slot within this window conflict (a notice is given)."""
-    return timedelta(seconds=_int("IRIS_CONTINUITY_CONFLICT_WINDOW_SECONDS", 10))
+    return timedelta(seconds=_int("IRIS_CONTINUITY_CONFLICT_WINDOW_SECONDS"))
 
 
 def token_ttl() -> timedelta:
     """A token not written for this long expires (the beat job deletes it)."""
-    return timedelta(days=_int("IRIS_CONTINUITY_TOKEN_TTL_DAYS", 30))
+    return timedelta(days=_int("IRIS_CONTINUITY_TOKEN_TTL_DAYS"))
 
 
 def expiry_batch() -> int:
-    return _int("IRIS_CONTINUITY_EXPIRY_BATCH", 1000)
+    return _int("IRIS_CONTINUITY_EXPIRY_BATCH")
 
 
 def read_limit_max() -> int:
-    return _int("IRIS_CONTINUITY_READ_LIMIT_MAX", 50)
+    return _int("IRIS_CONTINUITY_READ_LIMIT_MAX")

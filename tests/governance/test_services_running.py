@@ -194,3 +194,19 @@ def test_seed_demo_prints_logins(capsys) -> None:  # type: ignore[no-untyped-def
     assert MemoryEntry.objects.filter(member=member, is_current=True).count() == 5
     call_command("seed_demo")  # a second run adds no duplicates
     assert MemoryEntry.objects.filter(member=member, is_current=True).count() == 5
+
+
+def test_production_refuses_to_start_without_a_broker(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    done = _manage(
+        ["check"],
+        tmp_path,
+        DEBUG="0",
+        SECRET_KEY="s" * 50,
+        IRIS_MASTER_KEY="qDyBtHbH3rYqZfHqWvKp0hJ8p6hVqCk7m1sVx2rF8uA=",
+        ALLOWED_HOSTS="iris.example",
+        REDIS_URL="",
+        IRIS_EAGER_TASKS="0",
+        IRIS_ENV_FILE=os.devnull,
+    )
+    assert done.returncode != 0
+    assert done.stderr.startswith("iris: REDIS_URL must be set when DEBUG is off")

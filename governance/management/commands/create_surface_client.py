@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from consent.enums import SURFACES
 from governance.audit import Actor
 from governance.models import Tenant
 from governance.services import surface_client_create
+from governance.surfaces import SURFACES
 
 
 class Command(BaseCommand):

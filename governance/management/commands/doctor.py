@@ -1,18 +1,20 @@
 from __future__ import annotations
 
+from django.core import checks
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from governance.api import service_status
 from governance.audit import verify_chain
+from governance.doctor import DOCTOR_TAG
 from governance.keys import MasterKeyError, check_master_key
 
 
 class Command(BaseCommand):
     help = (
-        "Check the database, migrations, Redis, the master key, the audit chain and "
-        "recall's change log."
+        "Check the database, migrations, Redis, the master key, the audit chain and what "
+        "each app registers as a doctor check (recall's change log, ...)."
     )
 
     def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
@@ -42,16 +44,10 @@ class Command(BaseCommand):
             if not report.ok:
                 problems.append("audit chain")
         if "database" not in problems and "migrations" not in problems:
-            from memory.recall_snapshot import missing_triggers
-
-            missing = missing_triggers()
-            self.stdout.write(
-                "recall change log: ok"
-                if not missing
-                else f"recall change log: triggers missing or disabled: {', '.join(missing)}"
-            )
-            if missing:
-                problems.append("recall change log")
+            for message in checks.run_checks(tags=[DOCTOR_TAG], databases=["default"]):
+                self.stdout.write(message.msg)
+                if message.is_serious():
+                    problems.append(message.msg.split(":", 1)[0])
         if problems:
             raise CommandError("doctor found problems: " + ", ".join(problems))
         self.stdout.write("doctor: all good")
