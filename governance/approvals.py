@@ -68,6 +68,14 @@ from governance.effects import (
 from governance.errors import Conflict, Forbidden, IrisError, NotFound, ValidationFailed
 from governance.kernel_models import Approval
 from governance.models import SurfaceClient, User
+from governance.operations import (  # noqa: F401 - the registry's names, re-exported
+    ResumableFunc,
+    Resume,
+    describe_operation,
+    operation_action,
+    register_resumable,
+    resumable,
+)
 from governance.pipeline import Check, Decision, Effect, Hook, Operation, Verdict
 from governance.principal import Principal, principal_of
 
@@ -76,75 +84,6 @@ log = logging.getLogger(__name__)
 POLICY_ID = "iris-governance-approvals-v1"
 DECISIONS = ("approve", "deny")
 MAX_CARD = 300
-
-# Plain-English phrases for the spec's memory operations. Apps may add or override theirs
-# with `register_resumable(..., action=...)` or `describe_operation`.
-_ACTIONS: dict[str, str] = {
-    "memory.clear_all": "clear everything Iris remembers about you",
-    "memory.clear_category": "clear everything Iris remembers about you in one category",
-    "memory.actors_forget": "forget every memory that mentions one person",
-    "memory.hard_delete": "permanently delete a memory",
-    "memory.correct": "correct a memory",
-    "memory.forget": "forget a memory",
-    "memory.restore": "bring back a forgotten memory",
-}
-
-
-@dataclass(frozen=True)
-class Resume:
-    """A held call issued again: who made it, for whom, with what, under which approval."""
-
-    principal: Principal
-    member_id: uuid.UUID | None
-    arguments: dict[str, Any]
-    approval_id: uuid.UUID | None
-    run_id: uuid.UUID | None
-    side_effect_id: uuid.UUID | None = None
-
-    @property
-    def attributes(self) -> dict[str, Any]:
-        """The attributes the resumed service passes on to `govern` (and the ledger)."""
-        return {
-            "approval_id": str(self.approval_id) if self.approval_id else None,
-            "run_id": str(self.run_id) if self.run_id else None,
-            "side_effect_id": str(self.side_effect_id) if self.side_effect_id else None,
-            "can_pause": True,
-        }
-
-
-ResumableFunc = Callable[[Resume], Any]
-_RESUMABLE: dict[str, ResumableFunc] = {}
-
-
-def register_resumable(name: str, func: ResumableFunc, *, action: str | None = None) -> None:
-    """Register how to issue operation `name` again from its stored arguments."""
-    current = _RESUMABLE.get(name)
-    if current is not None and current is not func:
-        raise ValueError(f"operation {name!r} already has a resumable function")
-    _RESUMABLE[name] = func
-    if action:
-        describe_operation(name, action)
-
-
-def unregister_resumable(name: str) -> None:
-    _RESUMABLE.pop(name, None)
-
-
-def resumable(name: str) -> ResumableFunc | None:
-    return _RESUMABLE.get(name)
-
-
-def describe_operation(name: str, action: str) -> None:
-    """The plain-English action shown on cards, completing "… wants to <action>"."""
-    _ACTIONS[name] = action
-
-
-def operation_action(name: str, arguments: dict[str, Any] | None = None) -> str:
-    action = _ACTIONS.get(name, "make a change to your memory")
-    category = (arguments or {}).get("category")
-    if isinstance(category, str) and category.replace("-", "").isalnum() and len(category) < 40:
-        action = action.replace("in one category", f"in the category “{category}”")
-    return action
 
 
 def _requester_label(principal: Principal) -> str:

@@ -354,8 +354,8 @@ def side_effects_resume(
     complete it. Resumable services must be safe to run twice: the crash may have come
     after their transaction committed and before the row was closed.
     """
-    from governance.approvals import Resume, resumable
     from governance.audit import audit_record
+    from governance.operations import Resume, resumable
     from governance.principal import Principal
 
     now = now or timezone.now()

@@ -61,7 +61,7 @@ class MemoryConfig(AppConfig):
         seed(tenant=tenant, member=member)
 
     def ready(self) -> None:
-        from governance.approvals import register_resumable
+        from governance.operations import describe_operation, register_resumable
         from governance.pipeline import register, registered_checks
         from memory import checks  # noqa: F401 - registers memory's doctor checks
         from memory.services import MemoryWriteGate
@@ -74,9 +74,16 @@ class MemoryConfig(AppConfig):
         # Calls held for the owner's approval resume from their stored arguments (ids and
         # codes only). A correction is not resumable: its new text is never stored in an
         # approval, so the caller repeats it with the approval id.
-        register_resumable("memory.hard_delete", _resume_hard_delete)
-        register_resumable("memory.actors_forget", _resume_actors_forget)
-        register_resumable("memory.forget", _resume_forget)
+        register_resumable(
+            "memory.hard_delete", _resume_hard_delete, action="permanently delete a memory"
+        )
+        register_resumable(
+            "memory.actors_forget",
+            _resume_actors_forget,
+            action="forget every memory that mentions one person",
+        )
+        register_resumable("memory.forget", _resume_forget, action="forget a memory")
+        describe_operation("memory.correct", "correct a memory")
         # A revoked sensitive consent queues the hard-delete cascade (memory/receivers.py).
         from memory import receivers
 

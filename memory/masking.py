@@ -23,7 +23,6 @@ ACTOR_HANDLE_PATTERN = re.compile(rf"^{ACTOR_HANDLE_PREFIX}[0-9a-f]{{{ACTOR_HAND
 RELATIONSHIP_NOTE_MAX_LENGTH = 500
 
 # Domain separation so a namespace key can never collide with another use of the master key.
-_NAMESPACE_CONTEXT = b"iris.memory.actor-namespace.v1"
 
 
 class MultiActorRuleError(ValueError):
@@ -69,19 +68,6 @@ def _normalise_once(name: str) -> str:
         else:
             kept.append(char)
     return " ".join("".join(kept).split())
-
-
-def actor_namespace_key(master_key: bytes, *, tenant_id: str, user_id: str) -> bytes:
-    """The per-member key for `actor_handle`.
-
-    Binding the key to the member means the same name mentioned by two members yields
-    two unrelated handles, so handles cannot be joined across members to profile the
-    mentioned person.
-    """
-    if not master_key:
-        raise ValueError("master_key must not be empty")
-    message = b"\x00".join((_NAMESPACE_CONTEXT, tenant_id.encode(), user_id.encode()))
-    return hmac.new(master_key, message, hashlib.sha256).digest()
 
 
 def actor_handle(key: bytes, name: str) -> str:

@@ -520,12 +520,6 @@ class _Gates:
         return verdict
 
 
-def gatekeeper(request: RecallRequest) -> Callable[[Candidate], str | None]:
-    """The drop reason of one candidate for `request`, None when it passes every gate
-    (for a fast path that must know which rows survive before asking `resolve`)."""
-    return _Gates(request).drop_reason
-
-
 # --------------------------------------------------------------------------------------
 # Resolution
 

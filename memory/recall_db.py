@@ -258,23 +258,6 @@ _TERM_WALK_SQL = "strpos(' ' || recall_terms || ' ', %s) > 0"
 _TERM_INDEXED = "is_current AND lifecycle = 'active'"
 
 
-def corpus_stats(rows: QuerySet[MemoryEntry], query: str, matches: Sequence[str]) -> CorpusStats:
-    """BM25 statistics of the gated rows, the slow way (kept for reports): count and
-    average length over every row, document frequencies from `matches`."""
-    from django.db.models import Avg, Count
-    from django.db.models.functions import Length
-
-    agg = rows.aggregate(n=Count("pk"), chars=Avg(Length("body")))
-    n = agg["n"] or 0
-    avg_len = float(agg["chars"] or 0.0) / CHARS_PER_TERM
-    q = set(query_terms(query))
-    df: dict[str, int] = {}
-    for body in matches:
-        for t in q.intersection(terms(body)):
-            df[t] = df.get(t, 0) + 1
-    return CorpusStats(document_count=n, average_length=avg_len, document_frequency=df)
-
-
 def _bound(anchor: datetime, now: datetime, semantic_bound: float) -> float:
     """The best score any row whose anchor is at or before `anchor` can reach."""
     probe = recall.Candidate(

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.urls import include, path
 from playwright.sync_api import Page, expect
 
-from governance import approvals
+from governance import operations
 from governance import views as governance_views
 from governance.approvals import Resume, register_resumable
 from governance.audit import Actor, audit_record
@@ -68,8 +68,10 @@ def _resume(call: Resume) -> Any:
 
 @pytest.fixture
 def held(member, surface_token, monkeypatch) -> Approval:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(approvals, "_RESUMABLE", {})
-    register_resumable("memory.clear_all", _resume)
+    monkeypatch.setattr(operations, "_RESUMABLE", {})
+    register_resumable(
+        "memory.clear_all", _resume, action="clear everything Iris remembers about you"
+    )
     client = SurfaceClient.objects.get()
     surface = Principal("surface", client.id, client.tenant_id, surface=client.surface)
     with pytest.raises(HeldForApproval) as caught:

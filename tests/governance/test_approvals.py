@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import include, path
 from django.utils import timezone
 
-from governance import approvals
+from governance import approvals, operations
 from governance import views as governance_views
 from governance.approvals import Resume, approval_decide, approvals_expire, register_resumable
 from governance.audit import Actor, audit_record
@@ -100,9 +100,13 @@ def cleared(member: User) -> int:
 @pytest.fixture
 def registry(monkeypatch):  # type: ignore[no-untyped-def]
     """A private resumable registry holding the fake service (whatever apps registered)."""
-    monkeypatch.setattr(approvals, "_RESUMABLE", {})
-    register_resumable("memory.clear_category", _resume_clear_category)
-    return approvals._RESUMABLE
+    monkeypatch.setattr(operations, "_RESUMABLE", {})
+    register_resumable(
+        "memory.clear_category",
+        _resume_clear_category,
+        action="clear everything Iris remembers about you in one category",
+    )
+    return operations._RESUMABLE
 
 
 @pytest.fixture

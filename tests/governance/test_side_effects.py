@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from governance import approvals, pipeline
+from governance import operations, pipeline
 from governance.approvals import Resume, register_resumable
 from governance.audit import Actor, audit_record
 from governance.effects import run_destructive, run_write, side_effect, side_effects_resume
@@ -68,14 +68,14 @@ def deleted(member: User) -> int:
 
 @pytest.fixture
 def registry(monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(approvals, "_RESUMABLE", {})
+    monkeypatch.setattr(operations, "_RESUMABLE", {})
 
     def resume(call: Resume) -> Any:
         member = User.objects.get(tenant_id=call.principal.tenant_id, public_id=call.member_id)
         return hard_delete(call.principal, member, side_effect_id=call.attributes["side_effect_id"])
 
     register_resumable("memory.hard_delete", resume)
-    return approvals._RESUMABLE
+    return operations._RESUMABLE
 
 
 # -- before the call -------------------------------------------------------------------------
@@ -258,7 +258,7 @@ def test_resume_operations_completes_a_crashed_call(member, registry, capsys) ->
 def test_resume_operations_marks_failed_what_nothing_can_complete(
     member, monkeypatch, capsys
 ) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(approvals, "_RESUMABLE", {})
+    monkeypatch.setattr(operations, "_RESUMABLE", {})
     row = crash_mid_call(member)
     call_command("resume_operations")
     assert "0 completed, 1 failed" in capsys.readouterr().out

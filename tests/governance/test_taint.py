@@ -15,7 +15,7 @@ from django.contrib.auth import views as auth_views
 from django.db import transaction
 from django.urls import include, path
 
-from governance import approvals
+from governance import operations
 from governance.approvals import Resume, approval_decide, register_resumable
 from governance.audit import audit_record
 from governance.kernel_models import Approval, Run, RunStep
@@ -107,7 +107,7 @@ def corrections() -> int:
 
 @pytest.fixture
 def registry(monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(approvals, "_RESUMABLE", {})
+    monkeypatch.setattr(operations, "_RESUMABLE", {})
     register_resumable("memory.correct", _resume_correct)
 
 

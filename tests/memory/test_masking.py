@@ -10,7 +10,6 @@ from memory.masking import (
     MultiActor,
     MultiActorRuleError,
     actor_handle,
-    actor_namespace_key,
     normalise_actor_name,
     redact_multi_actor,
     validate_relationship_note,
@@ -61,14 +60,6 @@ def test_handles_differ_across_keys() -> None:
 
 def test_different_people_get_different_handles() -> None:
     assert actor_handle(KEY, "Anna") != actor_handle(KEY, "Hanna")
-
-
-def test_namespace_keys_separate_members() -> None:
-    master = b"m" * 32
-    mine = actor_namespace_key(master, tenant_id="t1", user_id="u1")
-    theirs = actor_namespace_key(master, tenant_id="t1", user_id="u2")
-    assert mine == actor_namespace_key(master, tenant_id="t1", user_id="u1")
-    assert actor_handle(mine, "Anna") != actor_handle(theirs, "Anna")
 
 
 @given(name=st.text(min_size=1).filter(lambda s: normalise_actor_name(s)))
