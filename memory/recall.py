@@ -29,8 +29,8 @@ from typing import Any
 
 from consent.enums import CATEGORY_CONSENT_PREFIX, SENSITIVE_CATEGORIES, Category
 from governance.envelope import wrap_external
+from memory import scopes
 from memory.enums import (
-    SCOPE_IDENTIFIERS,
     Lifecycle,
     Origin,
     ProvenanceKind,
@@ -64,24 +64,7 @@ DROP_REASONS: frozenset[str] = frozenset(
 )
 
 # --------------------------------------------------------------------------------------
-# Scope reachability. Kept here, not imported from memory.scopes, so this module stands on
-# its own; the two tables must agree (the lead reconciles them).
-
-REACHABLE_KINDS: Mapping[ScopeKind, frozenset[ScopeKind]] = MappingProxyType(
-    {
-        ScopeKind.PROFILE: frozenset({ScopeKind.PROFILE}),
-        ScopeKind.SESSION: frozenset({ScopeKind.SESSION, ScopeKind.PROFILE}),
-        ScopeKind.SCENE: frozenset({ScopeKind.SCENE, ScopeKind.SESSION, ScopeKind.PROFILE}),
-        ScopeKind.POSE: frozenset(
-            {ScopeKind.POSE, ScopeKind.SCENE, ScopeKind.SESSION, ScopeKind.PROFILE}
-        ),
-        # + ScopeKind.TENANT (same tenant, same member) when the tenant policy allows it.
-        ScopeKind.NOTEBOOK: frozenset({ScopeKind.NOTEBOOK, ScopeKind.PROFILE}),
-        ScopeKind.TENANT: frozenset({ScopeKind.TENANT}),
-        ScopeKind.CRISIS: frozenset({ScopeKind.CRISIS, ScopeKind.SESSION, ScopeKind.PROFILE}),
-        ScopeKind.OPERATOR_COPILOT: frozenset({ScopeKind.OPERATOR_COPILOT}),
-    }
-)
+# Scope reachability: the one table is memory.scopes.REACHABLE_KINDS.
 
 # Kinds whose key carries its own tenant id; the tenant gate checks it as well as the row's.
 _TENANT_KEYED_KINDS: frozenset[str] = frozenset({ScopeKind.TENANT, ScopeKind.OPERATOR_COPILOT})
@@ -397,19 +380,16 @@ def max_possible_score(candidate: Candidate, now: datetime) -> float:
 # Scopes
 
 
-def scope_key_of(kind: ScopeKind | str, identifiers: Mapping[str, str]) -> str:
-    kind = ScopeKind(kind)
-    return ":".join((kind.value, *(identifiers[name] for name in SCOPE_IDENTIFIERS[kind])))
+scope_key_of = scopes.key_from
 
 
 def parse_scope_key(kind: ScopeKind | str, key: str) -> dict[str, str]:
-    """The identifiers of a scope key (`scene:<userId>:<sessionId>:<sceneId>`)."""
-    kind = ScopeKind(kind)
-    head, *values = key.split(":")
-    names = SCOPE_IDENTIFIERS[kind]
-    if head != kind.value or len(values) != len(names) or not all(values):
-        raise ValueError(f"scope key does not match kind {kind.value!r}")
-    return dict(zip(names, values, strict=True))
+    """The identifiers of a scope key of `kind` (`scene:<userId>:<sessionId>:<sceneId>`);
+    ValueError (a `ScopeRuleError`) for anything `memory.scopes` would not have built."""
+    parsed_kind, identifiers = scopes.parse_scope_key(key)
+    if parsed_kind is not ScopeKind(kind):
+        raise scopes.ScopeRuleError("scopeKey", "kind-mismatch")
+    return identifiers
 
 
 def reachable_scope_keys(request: RecallRequest) -> dict[str, ScopeKind]:
@@ -424,9 +404,9 @@ def reachable_scope_keys(request: RecallRequest) -> dict[str, ScopeKind]:
         raise ValueError("scope key names another member")
     if identifiers.setdefault("tenantId", request.tenant_id) != request.tenant_id:
         raise ValueError("scope key names another tenant")
-    kinds = REACHABLE_KINDS[kind]
-    if kind is ScopeKind.NOTEBOOK and request.tenant_policy_allows_notebook_tenant:
-        kinds = kinds | {ScopeKind.TENANT}
+    kinds = scopes.reachable_kinds(
+        kind, tenant_policy_allows=request.tenant_policy_allows_notebook_tenant
+    )
     return {scope_key_of(k, identifiers): k for k in sorted(kinds)}
 
 

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from consent.enums import AdapterScope
 from memory.enums import CANONICAL_DEFAULT_ADAPTER, Origin, ScopeKind
+from memory.recall import RECENCY_SCALE, REFERENCE_COUNT_SATURATION
 
 
 class RetentionAction(StrEnum):
@@ -84,10 +85,10 @@ RETENTION_ENVELOPES: dict[AdapterScope, RetentionEnvelope] = {
 # that the purge lands well inside the 30-day statutory window of a deletion request.
 SOFT_DELETE_GRACE = timedelta(days=14)
 
-# Decay (spec: "Decay function"). See `recency_score` for why this is a true half-life.
-DECAY_HALF_LIFE = timedelta(days=30)
-# Same normalisation as the recall ranker: ten references count as fully used.
-REFERENCE_SATURATION = 10
+# Decay (spec: "Decay function") uses the recall ranker's half-life and reference
+# normalisation, defined once there. See `recency_score` for why it is a true half-life.
+DECAY_HALF_LIFE = RECENCY_SCALE
+REFERENCE_SATURATION = REFERENCE_COUNT_SATURATION
 # An unconfirmed inference whose usage weight falls below this is retired.
 STALE_INFERENCE_THRESHOLD = 0.1
 # Origins that are guesses rather than the member's word; only these ever go stale.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from memory.enums import SCOPE_IDENTIFIERS, ScopeKind
 
@@ -66,6 +67,15 @@ def build_scope_key(kind: ScopeKind | str, identifiers: Mapping[str, str]) -> st
     return SEPARATOR.join(parts)
 
 
+def key_from(kind: ScopeKind | str, identifiers: Mapping[str, str]) -> str:
+    """The key of `kind` from a set of identifiers that may hold more than it needs (a
+    recall's identifiers give the keys of every scope it reaches). Raises KeyError for a
+    missing one; the caller has validated the values."""
+    scope_kind = _kind(kind)
+    parts = [scope_kind.value, *(identifiers[name] for name in SCOPE_IDENTIFIERS[scope_kind])]
+    return SEPARATOR.join(parts)
+
+
 def parse_scope_key(key: str) -> tuple[ScopeKind, dict[str, str]]:
     """The inverse of `build_scope_key`; refuses anything it would not have built."""
     if not isinstance(key, str) or not key:
@@ -87,25 +97,28 @@ def parse_scope_key(key: str) -> tuple[ScopeKind, dict[str, str]]:
 # - operator-copilot sees only operator-copilot: consumer memory reaches an operator only
 #   through the inspection regime, and no consumer recall ever sees operator notes.
 # - tenant sees only tenant; notebook sees tenant only when the tenant's policy allows.
-_REACHABLE: dict[ScopeKind, frozenset[ScopeKind]] = {
-    ScopeKind.PROFILE: frozenset({ScopeKind.PROFILE}),
-    ScopeKind.SESSION: frozenset({ScopeKind.SESSION, ScopeKind.PROFILE}),
-    ScopeKind.SCENE: frozenset({ScopeKind.SCENE, ScopeKind.SESSION, ScopeKind.PROFILE}),
-    ScopeKind.POSE: frozenset(
-        {ScopeKind.POSE, ScopeKind.SCENE, ScopeKind.SESSION, ScopeKind.PROFILE}
-    ),
-    ScopeKind.NOTEBOOK: frozenset({ScopeKind.NOTEBOOK, ScopeKind.PROFILE}),
-    ScopeKind.TENANT: frozenset({ScopeKind.TENANT}),
-    ScopeKind.CRISIS: frozenset({ScopeKind.CRISIS, ScopeKind.SESSION, ScopeKind.PROFILE}),
-    ScopeKind.OPERATOR_COPILOT: frozenset({ScopeKind.OPERATOR_COPILOT}),
-}
+REACHABLE_KINDS: Mapping[ScopeKind, frozenset[ScopeKind]] = MappingProxyType(
+    {
+        ScopeKind.PROFILE: frozenset({ScopeKind.PROFILE}),
+        ScopeKind.SESSION: frozenset({ScopeKind.SESSION, ScopeKind.PROFILE}),
+        ScopeKind.SCENE: frozenset({ScopeKind.SCENE, ScopeKind.SESSION, ScopeKind.PROFILE}),
+        ScopeKind.POSE: frozenset(
+            {ScopeKind.POSE, ScopeKind.SCENE, ScopeKind.SESSION, ScopeKind.PROFILE}
+        ),
+        # + ScopeKind.TENANT (same tenant, same member) when the tenant policy allows it.
+        ScopeKind.NOTEBOOK: frozenset({ScopeKind.NOTEBOOK, ScopeKind.PROFILE}),
+        ScopeKind.TENANT: frozenset({ScopeKind.TENANT}),
+        ScopeKind.CRISIS: frozenset({ScopeKind.CRISIS, ScopeKind.SESSION, ScopeKind.PROFILE}),
+        ScopeKind.OPERATOR_COPILOT: frozenset({ScopeKind.OPERATOR_COPILOT}),
+    }
+)
 
 
 def reachable_kinds(
     kind: ScopeKind | str, *, tenant_policy_allows: bool = False
 ) -> frozenset[ScopeKind]:
     scope_kind = _kind(kind)
-    reachable = _REACHABLE[scope_kind]
+    reachable = REACHABLE_KINDS[scope_kind]
     if scope_kind is ScopeKind.NOTEBOOK and tenant_policy_allows:
         reachable = reachable | {ScopeKind.TENANT}
     return reachable

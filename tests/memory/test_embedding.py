@@ -76,7 +76,7 @@ def test_unavailable_reason_names_the_missing_model_and_how_to_install(monkeypat
     reason = embedding.unavailable_reason()
     assert reason is not None
     assert embedding.MODEL_PACKAGE in reason
-    assert "--no-deps" in reason
+    assert "make install" in reason
     assert embedding.available() is False
     with pytest.raises(embedding.EmbeddingUnavailable, match=embedding.MODEL_PACKAGE):
         embedding.Encoder.load()
