@@ -237,3 +237,23 @@ def totp_check(*, user: User, code: str) -> bool:
             return False
         row.save(update_fields=["last_used_step"])
     return True
+
+
+def totp_reset(*, actor: Actor, user: User) -> bool:
+    """Remove an operator's authenticator (a lost phone): the next sign-in is by password
+    alone until they enrol again. False if there was none."""
+    with transaction.atomic(durable=True):
+        row = OperatorTotp.objects.select_for_update().filter(user=user).first()
+        if row is None:
+            return False
+        handle = row.secret_handle
+        row.delete()
+        vault.vault_delete(handle, tenant=user.tenant, owner=user, actor=actor)
+        audit_record(
+            actor=actor,
+            action="iris.account.totp.reset",
+            tenant_id=user.tenant_id,
+            policy_id=POLICY,
+            subject_ids=[user.public_id],
+        )
+    return True

@@ -3,12 +3,14 @@ sessions are short, and an enrolled operator needs a single-use TOTP code."""
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime, timedelta
 
 import pyotp
 import pytest
 from axes.models import AccessAttempt
 from django.conf import settings
+from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
@@ -356,3 +358,18 @@ def test_wrong_codes_count_toward_the_lockout(operator, clock) -> None:  # type:
     assert response.status_code == 429
     assert again.post(CODE, {"code": code_at(secret, NOW, 1)}).status_code == 302
     assert not signed_in(again)
+
+
+def test_reset_totp_lets_the_operator_sign_in_by_password_and_enrol_again(operator, clock) -> None:  # type: ignore[no-untyped-def]
+    enrol(operator, clock)
+    handle = OperatorTotp.objects.get(user=operator).secret_handle
+    out = io.StringIO()
+    call_command("reset_totp", operator.username, stdout=out)
+    assert "removed" in out.getvalue()
+    assert not OperatorTotp.objects.exists()
+    assert not VaultSecret.objects.filter(id=handle.removeprefix("vault://")).exists()
+    assert events("iris.account.totp.reset")
+    client = Client()
+    sign_in(client, operator.username, password_of(operator))
+    assert signed_in(client)
+    assert client.get(SETUP).status_code == 200
