@@ -240,6 +240,23 @@ IRIS_TAINT_POLICY_PATH = Path(
     env_str("IRIS_TAINT_POLICY_PATH") or BASE_DIR / "config" / "governance" / "taint-policy.yaml"
 )
 
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    # Every handler scrubs secrets and masks personal identifiers before anything is written.
+    "filters": {"redact": {"()": "governance.redaction_logging.RedactingFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}
+    },
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.db.backends": {"level": "WARNING"},
+    },
+}
+
 # Accounts and logins (docs/decisions/accounts.md). Kept in one block, appended to the
 # lists above, so the rest of the settings read as before.
 from datetime import timedelta  # noqa: E402
@@ -273,20 +290,5 @@ IRIS_OPERATOR_SESSION_MAX_SECONDS = env_int("IRIS_OPERATOR_SESSION_MAX_SECONDS",
 IRIS_OPERATOR_SESSION_IDLE_SECONDS = env_int("IRIS_OPERATOR_SESSION_IDLE_SECONDS", 30 * 60)
 # Seconds between the password and the code of a two-step sign-in.
 IRIS_LOGIN_SECOND_STEP_SECONDS = env_int("IRIS_LOGIN_SECOND_STEP_SECONDS", 300)
-
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    # Every handler scrubs secrets and masks personal identifiers before anything is written.
-    "filters": {"redact": {"()": "governance.redaction_logging.RedactingFilter"}},
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {
-        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
-        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
-        "django.db.backends": {"level": "WARNING"},
-    },
-}
+# axes logs every attempt at INFO; the audit chain already records them.
+LOGGING["loggers"]["axes"] = {"level": "WARNING"}
