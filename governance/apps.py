@@ -29,3 +29,12 @@ class GovernanceConfig(AppConfig):
         from governance.checks import register_kernel_checks
 
         register_kernel_checks()
+
+        # axes' receivers first, so ours see its verdict on the same attempt.
+        import axes.signals  # noqa: F401
+        from django.contrib.auth.signals import user_logged_in, user_login_failed
+
+        from governance import login_signals
+
+        user_logged_in.connect(login_signals.on_logged_in, dispatch_uid="iris-login-succeeded")
+        user_login_failed.connect(login_signals.on_login_failed, dispatch_uid="iris-login-failed")

@@ -183,6 +183,18 @@ class VaultSecret(models.Model):
         indexes = [models.Index(fields=["tenant", "owner", "purpose"])]
 
 
+class OperatorTotp(models.Model):
+    """An operator's authenticator (TOTP). The shared secret sits in the vault; this row
+    holds its handle, whether the operator confirmed it, and the last time step accepted,
+    so that a code is good once."""
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="totp")
+    secret_handle = models.CharField(max_length=64)
+    confirmed_at = models.DateTimeField(null=True)
+    last_used_step = models.BigIntegerField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
 class JobRun(models.Model):
     """One run of a background job over one batch, with what it did."""
 

@@ -6,8 +6,10 @@ import uuid
 
 from governance import plainsql
 from governance.errors import NotFound
-from governance.models import User
+from governance.models import SurfaceClient, User
 from governance.principal import Principal
+
+TOKEN_PREFIX_LENGTH = 12  # what `surface_client_create` stores of a token
 
 
 def member_for(principal: Principal, user_id: uuid.UUID | str | None) -> User:
@@ -43,3 +45,30 @@ def _active_member(tenant_id: uuid.UUID | None, public_id: uuid.UUID) -> User | 
         ],
     )
     return rows[0] if rows else None
+
+
+def surface_clients_for_operations(*, tenant_slug: str | None = None) -> list[SurfaceClient]:
+    """Every surface client (of one tenant, if named), for the command line: a deployment's
+    administrator, not a request, is asking. Ordered by tenant, surface, creation."""
+    clients = SurfaceClient.objects.select_related("tenant").order_by(
+        "tenant__slug", "surface", "created_at", "id"
+    )
+    if tenant_slug is not None:
+        clients = clients.filter(tenant__slug=tenant_slug)
+    return list(clients)
+
+
+def surface_clients_matching(ident: str) -> list[SurfaceClient]:
+    """The clients a command-line argument names: a client id, or the start of a token
+    (at least its prefix's length; a longer string is cut to the stored prefix)."""
+    ident = ident.strip()
+    try:
+        client_id = uuid.UUID(ident)
+    except ValueError:
+        client_id = None
+    if client_id is not None:
+        return list(SurfaceClient.objects.select_related("tenant").filter(id=client_id))
+    if len(ident) < TOKEN_PREFIX_LENGTH:
+        return []
+    prefix = ident[:TOKEN_PREFIX_LENGTH]
+    return list(SurfaceClient.objects.select_related("tenant").filter(token_prefix=prefix))

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import secrets
+import uuid
 from dataclasses import dataclass
 
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
 from governance.audit import Actor, audit_record
 from governance.auth import hash_token, new_token
-from governance.errors import Conflict, ValidationFailed
+from governance.errors import Conflict, NotFound, ValidationFailed
 from governance.models import SurfaceClient, Tenant, User
 from governance.roles import MEMBER, ROLE_CHOICES, ROLE_PERMISSIONS, Role
 from governance.surfaces import SURFACES
@@ -107,3 +109,31 @@ def surface_client_create(*, actor: Actor, tenant: Tenant, surface: str) -> Crea
             subject_ids=[client.id],
         )
     return CreatedSurfaceClient(client=client, token=token)
+
+
+@dataclass(frozen=True)
+class SurfaceClientRevocation:
+    client: SurfaceClient
+    revoked_now: bool  # False: it was revoked before, and nothing changed
+
+
+def surface_client_revoke(*, actor: Actor, client_id: uuid.UUID) -> SurfaceClientRevocation:
+    """Revoke a surface client's token; its next API request gets 401. Idempotent: a client
+    revoked before stays as it was, and no second event is written."""
+    with transaction.atomic(durable=True):
+        client = SurfaceClient.objects.select_for_update().filter(id=client_id).first()
+        if client is None:
+            raise NotFound("No such surface client.", code="surface-client-not-found")
+        if client.revoked_at is not None:
+            return SurfaceClientRevocation(client=client, revoked_now=False)
+        client.revoked_at = timezone.now()
+        client.save(update_fields=["revoked_at"])
+        audit_record(
+            actor=actor,
+            action="iris.surface_client.revoked",
+            tenant_id=client.tenant_id,
+            policy_id=POLICY,
+            reason_code=client.surface,
+            subject_ids=[client.id],
+        )
+    return SurfaceClientRevocation(client=client, revoked_now=True)

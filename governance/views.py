@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -11,5 +12,10 @@ from django.shortcuts import render
 def home(request: HttpRequest) -> HttpResponse:
     user = request.user
     if user.is_operator:
-        return render(request, "governance/console_home.html", {"roles": sorted(user.roles)})
+        context = {
+            "roles": sorted(user.roles),
+            "session_hours": settings.IRIS_OPERATOR_SESSION_MAX_SECONDS // 3600,
+            "idle_minutes": settings.IRIS_OPERATOR_SESSION_IDLE_SECONDS // 60,
+        }
+        return render(request, "governance/console_home.html", context)
     return render(request, "governance/member_home.html", {})

@@ -271,3 +271,39 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
     },
 }
+
+# Accounts and logins (docs/decisions/accounts.md). Kept in one block, appended to the
+# lists above, so the rest of the settings read as before.
+from datetime import timedelta  # noqa: E402
+
+INSTALLED_APPS += ["axes"]
+# Axes last: it turns a flagged lockout into the lockout page after every other middleware ran.
+MIDDLEWARE += ["governance.middleware.OperatorSessionMiddleware", "axes.middleware.AxesMiddleware"]
+# Axes first: a locked-out username or address is refused before its password is even checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", *AUTHENTICATION_BACKENDS]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"  # shared by every web process
+AXES_FAILURE_LIMIT = env_int("IRIS_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("IRIS_LOGIN_COOLOFF_MINUTES", 15))
+# Either count reaching the limit locks: one username tried from many addresses, or one
+# address trying many usernames.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "governance.views_accounts.locked_out"
+AXES_HTTP_RESPONSE_CODE = 429
+# Successful logins go to the audit chain; axes keeps no second record of who signed in.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_ENABLE_ADMIN = False
+# No start-up banner, and axes' log lines name no username, address or user agent.
+AXES_VERBOSE = False
+# Behind a proxy, the client address is the one the last N trusted proxies saw.
+if _proxies := env_int("IRIS_TRUSTED_PROXY_COUNT", 0):
+    AXES_IPWARE_PROXY_COUNT = _proxies
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+# Members keep two weeks; an operator session ends after 10 hours, or 30 idle minutes.
+SESSION_COOKIE_AGE = env_int("IRIS_MEMBER_SESSION_SECONDS", 14 * 24 * 3600)
+IRIS_OPERATOR_SESSION_MAX_SECONDS = env_int("IRIS_OPERATOR_SESSION_MAX_SECONDS", 10 * 3600)
+IRIS_OPERATOR_SESSION_IDLE_SECONDS = env_int("IRIS_OPERATOR_SESSION_IDLE_SECONDS", 30 * 60)
+# Seconds between the password and the code of a two-step sign-in.
+IRIS_LOGIN_SECOND_STEP_SECONDS = env_int("IRIS_LOGIN_SECOND_STEP_SECONDS", 300)
+# axes logs every attempt at INFO; the audit chain already records them.
+LOGGING["loggers"]["axes"] = {"level": "WARNING"}

@@ -5,14 +5,13 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from governance import views as governance_views
+from governance import views_accounts as accounts_views
 
 urlpatterns = [
     path("", governance_views.home, name="home"),
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
-        name="login",
-    ),
+    path("accounts/login/", accounts_views.IrisLoginView.as_view(), name="login"),
+    path("accounts/login/code/", accounts_views.login_code, name="login-code"),
+    path("accounts/two-step/", accounts_views.totp_setup, name="totp-setup"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("governance.api_urls")),
     path("api/v1/", include("consent.api_urls")),

@@ -485,6 +485,8 @@ def test_api_decide_bad_input_and_strangers(  # type: ignore[no-untyped-def]
     approval = hold(surface, member)
     url = decide_url(approval.id)
     admin = make_operator("admin")
+    operator = Client()
+    operator.force_login(admin)  # before counting: an operator's sign-in is audited
     events = AuditEvent.objects.count()
 
     bad = member_api.post(url, {"decision": "maybe"}, format="json")
@@ -498,8 +500,6 @@ def test_api_decide_bad_input_and_strangers(  # type: ignore[no-untyped-def]
         client.force_login(stranger)
         answer = client.post(url, {"decision": "approve"}, content_type="application/json")
         assert answer.status_code == 404 and answer["Content-Type"] == PROBLEM
-    operator = Client()
-    operator.force_login(admin)
     assert (
         operator.post(url, {"decision": "approve"}, content_type="application/json").status_code
         == 403

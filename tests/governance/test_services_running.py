@@ -183,7 +183,8 @@ def test_operator_permissions_stay_inside_their_tenant(tenant, other_tenant, mak
 
 
 @pytest.mark.django_db
-def test_seed_demo_prints_logins(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_seed_demo_prints_logins(capsys, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.DEBUG = True  # seed_demo refuses to run without it
     call_command("seed_demo")
     out = capsys.readouterr().out
     assert "demo-member" in out and "demo-trust-and-safety" in out and "iris_" in out

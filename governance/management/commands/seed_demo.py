@@ -1,11 +1,17 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
 
 from governance.audit import Actor
-from governance.models import Tenant, User
+from governance.models import SurfaceClient, Tenant, User
 from governance.roles import Role
-from governance.services import surface_client_create, tenant_create, user_create
+from governance.services import (
+    surface_client_create,
+    surface_client_revoke,
+    tenant_create,
+    user_create,
+)
 
 DEMO_TENANT = "demo"
 DEMO_PASSWORD = "iris-demo-pass"  # noqa: S105 - a public demo login, printed on purpose
@@ -15,6 +21,9 @@ class Command(BaseCommand):
     help = "Seed a demo tenant, a member, one operator per role and a surface client."
 
     def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+        if not settings.DEBUG:
+            # Its logins share a published password: never on a real deployment.
+            raise CommandError("seed_demo runs only with DEBUG=1 (it creates public demo logins).")
         actor = Actor("system", "seed_demo")
         tenant = Tenant.objects.filter(slug=DEMO_TENANT).first()
         if tenant is None:
@@ -26,11 +35,20 @@ class Command(BaseCommand):
                     actor=actor, tenant=tenant, username=username, role=role, password=DEMO_PASSWORD
                 )
         self._seed_extras(tenant, actor)
+        # One live demo token: the one printed last. Earlier ones stop working.
+        for client_id in SurfaceClient.objects.filter(
+            tenant=tenant, surface="assistant", revoked_at__isnull=True
+        ).values_list("id", flat=True):
+            surface_client_revoke(actor=actor, client_id=client_id)
         token = surface_client_create(actor=actor, tenant=tenant, surface="assistant").token
+        member = User.objects.get(username="demo-member")
         self.stdout.write(f"Demo logins (password for all: {DEMO_PASSWORD}):")
         for role, username in logins:
             self.stdout.write(f"  {role:<18} {username}")
+        self.stdout.write(f"Tenant slug: {tenant.slug}")
+        self.stdout.write(f"Demo member's userId (send it as userId): {member.public_id}")
         self.stdout.write(f"Surface token for 'assistant' (shown once): {token}")
+        self.stdout.write("  (earlier demo tokens are revoked)")
 
     def _seed_extras(self, tenant: Tenant, actor: Actor) -> None:
         """Apps that hold member data add their demo rows here as they arrive."""

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from governance.models import Tenant
+from governance.selectors import surface_clients_for_operations
+
+
+class Command(BaseCommand):
+    help = "List surface clients: tenant, surface, id, token prefix, created, revoked."
+
+    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+        parser.add_argument("--tenant", default=None, help="only this tenant's (slug)")
+
+    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+        if o["tenant"] is not None and not Tenant.objects.filter(slug=o["tenant"]).exists():
+            raise CommandError(f"No tenant {o['tenant']!r}.")
+        # The prefix is what revoke_surface_client takes; the token and its hash never show.
+        row = "{:<20} {:<10} {:<36} {:<12} {:<25} {}"
+        self.stdout.write(row.format("tenant", "surface", "id", "prefix", "created", "revoked"))
+        for client in surface_clients_for_operations(tenant_slug=o["tenant"]):
+            self.stdout.write(
+                row.format(
+                    client.tenant.slug,
+                    client.surface,
+                    str(client.id),
+                    client.token_prefix,
+                    client.created_at.isoformat(timespec="seconds"),
+                    client.revoked_at.isoformat(timespec="seconds") if client.revoked_at else "-",
+                )
+            )
