@@ -1,11 +1,18 @@
-"""Work that may wait until the answer has gone out.
+"""Work that may wait until the answer has gone out, and may be lost.
 
-Some bookkeeping belongs to a request but not to its answer: a recall's usage counters and
-the member's recall history are written from what the recall's audit event already holds
-(committed before the answer leaves). Waiting for them cost a 1k recall 2.1 of its 11 ms.
+Only work whose loss costs nothing belongs here: today, building a worker's recall
+snapshot of a member (`memory.recall_snapshot.warm`), which the next recall rebuilds if
+it never ran. Records (usage counters, recall history, audit) commit with the answer's own
+transaction instead: a worker killed between sending the answer and running this queue
+loses the queue (docs/decisions/hardening-controls.md).
+
 Inside a request, `defer` queues such work and `request_finished` (which the server sends
 once it has written the answer) runs it; outside a request it runs at once, so jobs and
 tests see it done when the call returns.
+
+The supported deployment is WSGI (gunicorn, docs/performance.md). The queue is a context
+variable rather than a thread-local, so under ASGI, where Django sends the request signals
+from a thread pool, each request still gets a queue of its own.
 
 A failure is logged by name and exception type only (no values: a database error can
 quote a row), and never reaches the caller, who already has the answer.
@@ -14,22 +21,24 @@ quote a row), and never reaches the caller, who already has the answer.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 log = logging.getLogger("iris.after_response")
 
-_state = threading.local()
+_queue: ContextVar[list[Callable[[], None]] | None] = ContextVar(
+    "iris_after_response", default=None
+)
 
 
 def request_began(**_: Any) -> None:
     """`request_started`: from here on `defer` queues."""
-    _state.queue = []
+    _queue.set([])
 
 
 def defer(work: Callable[[], None]) -> None:
-    queue = getattr(_state, "queue", None)
+    queue = _queue.get()
     if queue is None:
         work()
     else:
@@ -38,8 +47,8 @@ def defer(work: Callable[[], None]) -> None:
 
 def run_deferred(**_: Any) -> None:
     """`request_finished`: run what the request deferred, in order."""
-    queue = getattr(_state, "queue", None)
-    _state.queue = None
+    queue = _queue.get()
+    _queue.set(None)
     for work in queue or ():
         try:
             work()

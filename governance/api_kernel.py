@@ -175,6 +175,8 @@ class RunStepApi(APIView):
             "seq": step.seq,
             "tool": step.tool,
             "readExternalContent": step.read_external_content,
-            "tainted": runs.run_is_tainted(tenant_id=principal.tenant_id, run_id=key),
+            "tainted": runs.run_is_tainted(
+                tenant_id=principal.tenant_id, surface=principal.surface or "", run_id=key
+            ),
         }
         return Response(self.RunStepOutput(body).data, status=201)

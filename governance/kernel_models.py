@@ -122,7 +122,10 @@ class Run(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "run_id"], name="governance_run_tenant_run")
+            # A run id is the surface's own: one surface cannot reach another's run.
+            models.UniqueConstraint(
+                fields=["tenant", "surface", "run_id"], name="governance_run_surface_run"
+            )
         ]
 
 

@@ -73,6 +73,26 @@ def sign(purpose: str, message: bytes) -> tuple[str, str]:
     return key_id, hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
+TEXT_FINGERPRINT_PURPOSE = "iris-memory-fingerprint-v1"
+
+
+@lru_cache(maxsize=4)
+def _text_fingerprint_key(master: str) -> bytes:
+    return derived_keys(TEXT_FINGERPRINT_PURPOSE)[0][1]
+
+
+def text_fingerprint(text: str) -> str:
+    """HMAC-SHA256 of `text` under a key derived from the master key (hex).
+
+    What audit events, forget records, question rows and run histories keep of a member's
+    text. Keyed rather than a bare SHA-256: memory bodies are short and guessable ("I am
+    pregnant"), and records that outlive the text must not let anyone confirm a guess
+    offline. Equal text gives equal fingerprints, which is all those records need.
+    """
+    key = _text_fingerprint_key(settings.IRIS_MASTER_KEY)
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
 def verify_signature(purpose: str, message: bytes, key_id: str, mac: str) -> bool:
     for candidate_id, key in derived_keys(purpose):
         if candidate_id == key_id:

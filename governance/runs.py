@@ -28,10 +28,10 @@ fingerprint of the revision a correction replaces).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -41,7 +41,8 @@ import yaml
 from celery import shared_task
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from governance.approvals import ask_owner, consume, matching_approval, taint_card
@@ -49,6 +50,7 @@ from governance.audit import audit_record, canonical_json, sha256_hex
 from governance.effects import ArgumentsNotStorable, operation_fingerprint
 from governance.errors import Forbidden, ValidationFailed
 from governance.kernel_models import Run, RunStep
+from governance.keys import text_fingerprint
 from governance.pipeline import Check, Decision, Effect, Hook, Operation, Verdict
 from governance.principal import Principal
 
@@ -147,9 +149,16 @@ def parse_run_id(raw: object) -> uuid.UUID:
         raise ValidationFailed("runId must be a UUID.", field="runId", rule="format") from None
 
 
-def _run_for_update(*, tenant_id: uuid.UUID, run_id: uuid.UUID, surface: str = "") -> Run:
-    """The run, locked for this transaction; created on first sight."""
-    run = Run.objects.select_for_update().filter(tenant_id=tenant_id, run_id=run_id).first()
+def _run_for_update(*, tenant_id: uuid.UUID, run_id: uuid.UUID, surface: str) -> Run:
+    """The run, locked for this transaction; created on first sight.
+
+    A run belongs to one surface of the tenant: another surface that sends the same run id
+    names a run of its own, so it can neither taint nor use up this one.
+    """
+    mine = Run.objects.select_for_update().filter(
+        tenant_id=tenant_id, surface=surface, run_id=run_id
+    )
+    run = mine.first()
     if run is not None:
         return run
     try:
@@ -159,7 +168,11 @@ def _run_for_update(*, tenant_id: uuid.UUID, run_id: uuid.UUID, surface: str = "
             )
     except IntegrityError:
         pass  # another request created it first
-    return Run.objects.select_for_update().get(tenant_id=tenant_id, run_id=run_id)
+    return mine.get()
+
+
+def _surface_of(principal: Principal) -> str:
+    return principal.surface or "" if principal.kind == "surface" else ""
 
 
 def run_step_record(
@@ -195,7 +208,7 @@ def run_step_record(
         )
     with transaction.atomic(durable=True):
         run = _run_for_update(
-            tenant_id=principal.tenant_id, run_id=key, surface=principal.surface or ""
+            tenant_id=principal.tenant_id, run_id=key, surface=_surface_of(principal)
         )
         Run.objects.filter(pk=run.pk).update(step_count=F("step_count") + 1)
         run.refresh_from_db(fields=["step_count"])
@@ -220,18 +233,22 @@ def run_step_record(
     return step
 
 
-def run_is_tainted(*, tenant_id: uuid.UUID | None, run_id: uuid.UUID) -> bool:
-    """Did any recorded step of this run read external content? Worked out from the steps."""
+def run_is_tainted(*, tenant_id: uuid.UUID | None, surface: str, run_id: uuid.UUID) -> bool:
+    """Did any recorded step of this surface's run read external content? Worked out from
+    the steps."""
     return RunStep.objects.filter(
-        tenant_id=tenant_id, run__run_id=run_id, read_external_content=True
+        tenant_id=tenant_id,
+        run__surface=surface,
+        run__run_id=run_id,
+        read_external_content=True,
     ).exists()
 
 
-def run_summary(*, tenant_id: uuid.UUID, run_id: uuid.UUID) -> dict[str, Any]:
-    run = Run.objects.filter(tenant_id=tenant_id, run_id=run_id).first()
+def run_summary(*, tenant_id: uuid.UUID, surface: str, run_id: uuid.UUID) -> dict[str, Any]:
+    run = Run.objects.filter(tenant_id=tenant_id, surface=surface, run_id=run_id).first()
     return {
         "runId": str(run_id),
-        "tainted": run_is_tainted(tenant_id=tenant_id, run_id=run_id),
+        "tainted": run_is_tainted(tenant_id=tenant_id, surface=surface, run_id=run_id),
         "steps": run.step_count if run else 0,
         "writes": run.write_count if run else 0,
         "recalls": run.recall_count if run else 0,
@@ -262,7 +279,9 @@ class TaintHold(Check):
             run_id = _run_id_of(op)
         except ValueError:
             return Decision(self.name, Verdict.DENY, "run-id-invalid", "run_id is not a UUID.")
-        if run_id is None or not run_is_tainted(tenant_id=op.tenant_id, run_id=run_id):
+        if run_id is None or not run_is_tainted(
+            tenant_id=op.tenant_id, surface=_surface_of(op.principal), run_id=run_id
+        ):
             return None
         try:
             fingerprint = operation_fingerprint(op)
@@ -296,7 +315,9 @@ def loop_repeats() -> int:
 
 
 def content_fingerprint(text: str | None) -> str:
-    return hashlib.sha256(text.encode()).hexdigest() if text else ""
+    """The keyed fingerprint of a write's text (the memory's `body_fingerprint` for a
+    body): a run's history must not let anyone confirm a guessed text offline."""
+    return text_fingerprint(text) if text else ""
 
 
 @dataclass(frozen=True)
@@ -371,7 +392,9 @@ class RunLimits(Check):
 
     def _recall(self, op: Operation, run_id: uuid.UUID) -> Decision | None:
         with transaction.atomic():
-            run = _run_for_update(tenant_id=op.tenant_id, run_id=run_id)
+            run = _run_for_update(
+                tenant_id=op.tenant_id, run_id=run_id, surface=_surface_of(op.principal)
+            )
             if run.recall_count >= max_recalls():
                 return Decision(
                     self.name, Verdict.DENY, "run-recall-limit", "This run recalled too often."
@@ -382,7 +405,9 @@ class RunLimits(Check):
     def _write(self, op: Operation, run_id: uuid.UUID, record: WriteRecord) -> Decision | None:
         limit = max_writes()
         with transaction.atomic():
-            run = _run_for_update(tenant_id=op.tenant_id, run_id=run_id)
+            run = _run_for_update(
+                tenant_id=op.tenant_id, run_id=run_id, surface=_surface_of(op.principal)
+            )
             if run.write_count >= limit:
                 return Decision(
                     self.name, Verdict.DENY, "run-write-limit", "This run wrote too often."
@@ -400,6 +425,38 @@ class RunLimits(Check):
                 write_count=F("write_count") + 1, recent_writes=recent
             )
         return None
+
+
+def runs_forget_content(*, tenant_id: uuid.UUID, fingerprints: Iterable[str]) -> int:
+    """Drop from the tenant's runs every write record that names one of these content
+    fingerprints (new or replaced text); returns how many runs changed. Called in the
+    forget and hard-delete transactions, so a forgotten text leaves no trace in a run.
+
+    Runs are not tied to a member, so this reads the tenant's runs that hold writes (at
+    most IRIS_RUN_RETENTION_DAYS of them) and matches the fingerprint in the stored JSON's
+    text, which works the same on PostgreSQL and SQLite.
+    """
+    wanted = {fp for fp in fingerprints if fp}
+    if not wanted:
+        return 0
+    matches = Q()
+    for fp in sorted(wanted):
+        matches |= Q(history__contains=fp)
+    runs = (
+        Run.objects.filter(tenant_id=tenant_id, write_count__gt=0)
+        .annotate(history=Cast("recent_writes", TextField()))
+        .filter(matches)
+        .select_for_update(of=("self",))
+    )
+    changed = 0
+    for run in runs:
+        kept = [
+            r for r in run.recent_writes if r.get("c") not in wanted and r.get("p") not in wanted
+        ]
+        if len(kept) != len(run.recent_writes):
+            Run.objects.filter(pk=run.pk).update(recent_writes=kept)
+            changed += 1
+    return changed
 
 
 def run_retention() -> timedelta:

@@ -92,8 +92,12 @@ DATABASES = {
 }
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# SQLite: a transaction takes the write lock when it begins (BEGIN IMMEDIATE), so a second
+# writer waits up to `timeout` seconds for it. Under the default (DEFERRED) a transaction
+# that read first and then writes cannot wait, and fails at once with "database is locked".
+SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
 else:
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # The stock backend, with a health check that sends no query (iris_site/postgresql).

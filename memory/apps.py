@@ -64,13 +64,19 @@ class MemoryConfig(AppConfig):
         from governance.operations import describe_operation, register_resumable
         from governance.pipeline import register, registered_checks
         from memory import checks  # noqa: F401 - registers memory's doctor checks
+        from memory.controls import ControlOwnerGate
         from memory.services import MemoryWriteGate
 
         # The memory write gate is a governance check, so its decisions (scope policy,
         # allowed consumer, sensitive-category consent) land in the audit chain with the
         # check's name like every other decision (DESIGN invariant 8).
-        if not any(check.name == MemoryWriteGate.name for check in registered_checks()):
+        names = {check.name for check in registered_checks()}
+        if MemoryWriteGate.name not in names:
             register(MemoryWriteGate())
+        # Who may lift a pause or off the record (memory/controls.py), decided and audited
+        # by the kernel like the write gate.
+        if ControlOwnerGate.name not in names:
+            register(ControlOwnerGate())
         # Calls held for the owner's approval resume from their stored arguments (ids and
         # codes only). A correction is not resumable: its new text is never stored in an
         # approval, so the caller repeats it with the approval id.

@@ -122,6 +122,9 @@ class MemoryEntry(models.Model):
     )
     suppression_started_at = models.DateTimeField(null=True, blank=True)
     suppression_ends_at = models.DateTimeField(null=True, blank=True)
+    # Who set a user-pause (`memory.controls.lifter_of`): a surface lifts only its own.
+    # Null on older rows, which count as the member's.
+    suppression_set_by = models.CharField(max_length=80, null=True, blank=True)
     suppression_notes = models.CharField(
         max_length=SUPPRESSION_NOTES_MAX_LENGTH, blank=True, default=""
     )
@@ -376,6 +379,8 @@ class OffTheRecord(models.Model):
     session_id = models.CharField(max_length=SESSION_ID_MAX_LENGTH, blank=True, default="")
     surface = models.CharField(max_length=32, blank=True, default="")
     since = models.DateTimeField()
+    # Who switched it on (`memory.controls.lifter_of`); empty on older rows, the member's.
+    set_by = models.CharField(max_length=80, blank=True, default="")
 
     class Meta:
         constraints = [

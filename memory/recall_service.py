@@ -11,10 +11,10 @@
 5. the answer: `recall.to_wire`, bodies scrubbed of credentials, governance `pre_response`;
 6. before the answer leaves, in one INSERT: the governance decisions and the
    `memory.recall.resolved` audit event (which names every returned entry);
-7. once the answer has gone out (`governance.after_response`), in one more transaction:
-   the surfaced entries' `referenceCount`/`lastReferencedAt` (one UPDATE) and the member's
-   recall history. Neither decides what this answer holds, and the audit event already
-   records what was surfaced; waiting for them cost a 1k recall 2.1 of its 11 ms.
+7. in the same transaction as 6, still before the answer leaves: the surfaced entries'
+   `referenceCount`/`lastReferencedAt` and the member's recall history (one statement on
+   PostgreSQL). They were once written after the answer, from a per-thread queue that a
+   dying worker lost (docs/decisions/hardening-controls.md gives the measured cost).
 
 Surfaces (docs/performance.md and docs/decisions/recall.md): a surface client or the
 member's own session may ask for `assistant`, `shell` or `notebook` (every product surface
@@ -375,12 +375,29 @@ def _record(
     revision_of: Mapping[str, uuid.UUID],
     extra: Mapping[str, Any],
 ) -> None:
+    # The allow decisions, the recall event and the bookkeeping (usage counters, the
+    # member's recall history) commit together, before the answer leaves: a worker that
+    # dies once the answer is out loses nothing (docs/decisions/hardening-controls.md).
+    with transaction.atomic(durable=True):
+        _record_event(pending, principal, member, request, result, extra)
+        if result.entries:
+            revisions = [revision_of[e.candidate.entry_id] for e in result.entries]
+            _record_usage(member, revisions, request, result)
+    pending.clear()
+
+
+def _record_event(
+    pending: list[dict[str, Any]],
+    principal: Principal,
+    member: User,
+    request: recall.RecallRequest,
+    result: recall.RecallResult,
+    extra: Mapping[str, Any],
+) -> None:
     envelope = result.audit_envelope
     suppressed = sum(envelope.suppression_counts.values())
     now = request.now
-    # One INSERT of the allow decisions and the recall event: a statement is its own
-    # transaction, so they are written together or not at all, in one round trip where
-    # BEGIN, INSERT and COMMIT took three. Committed before the answer leaves.
+    # One INSERT of the allow decisions and the recall event.
     audit_record_many(
         [
             *pending,
@@ -408,27 +425,26 @@ def _record(
             },
         ]
     )
-    pending.clear()
-    if not result.entries:
+
+
+def _record_usage(
+    member: User,
+    revisions: list[uuid.UUID],
+    request: recall.RecallRequest,
+    result: recall.RecallResult,
+) -> None:
+    """The surfaced entries' counters and the member's recall history; inside the
+    caller's transaction."""
+    now = request.now
+    if connection.vendor == "postgresql":
+        # One statement for both: one round trip.
+        bump, bump_params = _bump_sql(member, revisions, now)
+        history, history_params = _history_sql(member, request, result)
+        with plainsql.cursor() as cursor:
+            cursor.execute(f"WITH bumped AS ({bump}) {history}", [*bump_params, *history_params])
         return
-    revisions = [revision_of[e.candidate.entry_id] for e in result.entries]
-
-    def recall_usage() -> None:
-        if connection.vendor == "postgresql" and not connection.in_atomic_block:
-            # One statement, so one round trip and atomic by itself: BEGIN, two statements
-            # and COMMIT took four (about 1 ms of the worker's time after each recall).
-            bump, bump_params = _bump_sql(member, revisions, now)
-            history, history_params = _history_sql(member, request, result)
-            with plainsql.cursor() as cursor:
-                cursor.execute(
-                    f"WITH bumped AS ({bump}) {history}", [*bump_params, *history_params]
-                )
-            return
-        with transaction.atomic(durable=True):
-            _bump_references(member, revisions, now)
-            _record_history(member, request, result)
-
-    after_response.defer(recall_usage)
+    _bump_references(member, revisions, now)
+    _record_history(member, request, result)
 
 
 def _record_history(

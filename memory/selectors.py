@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
-from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from consent.enums import AdapterScope, Category
 from consent.policy import blueprint
 from governance import keys, plainsql
 from governance.errors import NotFound, ValidationFailed
+from governance.keys import text_fingerprint
 from governance.models import User
 from governance.principal import Principal
 from memory import recall
@@ -36,30 +34,13 @@ from memory.enums import Lifecycle, ScopeKind
 from memory.models import MemoryEntry, OffTheRecord, PendingConflict
 from memory.scopes import ScopeRuleError, parse_scope_key
 
-FINGERPRINT_PURPOSE = "iris-memory-fingerprint-v1"
+FINGERPRINT_PURPOSE = keys.TEXT_FINGERPRINT_PURPOSE
 DEFAULT_PAGE = 50
 MAX_PAGE = 200
 QUESTION_QUOTE_MAX = 200
 
 
 # ------------------------------------------------------------------------ fingerprints
-
-
-@lru_cache(maxsize=4)
-def _fingerprint_key(master: str) -> bytes:
-    return keys.derived_keys(FINGERPRINT_PURPOSE)[0][1]
-
-
-def text_fingerprint(text: str) -> str:
-    """HMAC-SHA256 of `text` under a key derived from the master key (hex).
-
-    What audit events, forget records and question rows keep of a memory's text. Keyed
-    rather than a bare SHA-256: memory bodies are short and guessable ("I am pregnant"),
-    and the audit chain that keeps these forever must not let anyone confirm a guess
-    offline. Equal text gives equal fingerprints, which is all those records need.
-    """
-    key = _fingerprint_key(settings.IRIS_MASTER_KEY)
-    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def value_fingerprint(body: str) -> str:

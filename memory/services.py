@@ -56,8 +56,8 @@ from governance.pipeline import (
     record_pending,
 )
 from governance.principal import Principal
-from governance.runs import content_fingerprint
-from memory import selectors
+from governance.runs import content_fingerprint, runs_forget_content
+from memory import controls, selectors
 from memory.conflicts import (
     Authority,
     ConflictResolution,
@@ -762,6 +762,7 @@ _CONTENT_FIELDS = (
     "suppression_started_at",
     "suppression_ends_at",
     "suppression_notes",
+    "suppression_set_by",
     "actor_handle",
     "relationship_note",
     "sensitive_interaction",
@@ -940,6 +941,19 @@ def _forget_traces(
     ForgottenValue.objects.bulk_create(rows)
     # Stored idempotent answers may quote what was just forgotten.
     forget_subject(member.public_id)
+    # So may the runs' loop histories, as fingerprints of the texts each write governed.
+    runs_forget_content(
+        tenant_id=member.tenant_id,
+        fingerprints={fp for e in entries for fp in _governed_text_fingerprints(e)},
+    )
+
+
+def _governed_text_fingerprints(entry: MemoryEntry) -> set[str]:
+    """Fingerprints of the texts a write of this revision was governed with (`op.text`)."""
+    texts = {entry.body, _screened_text(entry.body, entry.relationship_note)}
+    if entry.suppression_notes:
+        texts.add(entry.suppression_notes)
+    return {content_fingerprint(text) for text in texts}
 
 
 def _all_revisions(member: User, entry_ids: Iterable[uuid.UUID]) -> list[MemoryEntry]:
@@ -1065,7 +1079,14 @@ def memory_write(
                 payload={"origin": w.origin.value, "bodyFingerprint": text_fingerprint(w.body)},
             )
             return WriteOutcome("not-written", "forgotten-not-recreated")
-        current = _current_for_key(member, w.scope_key, w.category, handle, w.subject)
+        current = _current_for_key(
+            member,
+            w.scope_key,
+            w.category,
+            handle,
+            w.subject,
+            adapter_scopes=_readable_adapter_scopes(principal),
+        )
         if w.origin is Origin.MODEL_INFERRED:
             return _write_inference(principal, member, w, fields, current, gate, now)
         return _write_assertion(principal, member, w, fields, current, now)
@@ -1082,34 +1103,51 @@ _CURRENT_FOR_KEY_WHERE = (
 )
 
 
+def _readable_adapter_scopes(principal: Principal) -> frozenset[str] | None:
+    """The adapter scopes a surface may read; None for callers that read all of them."""
+    if principal.kind == "surface":
+        return selectors.surface_adapter_scopes(principal.surface)
+    return None
+
+
 def _current_for_key(
-    member: User, scope_key: str, category: str, handle: str | None, subject: str
+    member: User,
+    scope_key: str,
+    category: str,
+    handle: str | None,
+    subject: str,
+    *,
+    adapter_scopes: frozenset[str] | None,
 ) -> MemoryEntry | None:
     """The live entry a write with this conflict key meets in this scope, if any.
 
     Conflicts are resolved within one scope key: a session's "where I am today" and the
     profile's "where I live" are different facts, and recall's dedupe settles overlaps
     across scopes at read time. A subject-less write meets nothing. Read-only copies are
-    not written through.
+    not written through. With `adapter_scopes` (a surface's), only entries in those: a
+    conflict quotes the prior body, so a surface meets only what it could recall.
     """
     if not subject:
         return None
-    # Every write asks this, under the member's lock: plain SQL (see governance.plainsql).
-    rows = plainsql.select(
-        MemoryEntry,
-        _CURRENT_FOR_KEY_WHERE
-        + (" AND actor_handle = %s" if handle else " AND actor_handle IS NULL"),
-        [
-            plainsql.prep(MemoryEntry, "tenant", member.tenant_id),
-            member.pk,
-            scope_key,
-            category,
-            subject,
-            *_LIVE_ORDER,
-            *([handle] if handle else []),
-        ],
-        lock=True,
+    where = _CURRENT_FOR_KEY_WHERE + (
+        " AND actor_handle = %s" if handle else " AND actor_handle IS NULL"
     )
+    params: list[Any] = [
+        plainsql.prep(MemoryEntry, "tenant", member.tenant_id),
+        member.pk,
+        scope_key,
+        category,
+        subject,
+        *_LIVE_ORDER,
+        *([handle] if handle else []),
+    ]
+    if adapter_scopes is not None:
+        if not adapter_scopes:
+            return None
+        where += f" AND adapter_scope IN ({', '.join(['%s'] * len(adapter_scopes))})"
+        params.extend(sorted(adapter_scopes))
+    # Every write asks this, under the member's lock: plain SQL (see governance.plainsql).
+    rows = plainsql.select(MemoryEntry, where, params, lock=True)
     if not rows:
         return None
     rows.sort(key=lambda e: (_LIVE_ORDER[Lifecycle(e.lifecycle)], -e.updated_at.timestamp()))
@@ -1454,6 +1492,14 @@ def memory_conflict_answer(
         if key
         else None
     )
+    readable = _readable_adapter_scopes(principal)
+    if conflict is not None and readable is not None:
+        # A question about an entry the surface may not read does not exist for it.
+        prior = MemoryEntry.objects.filter(
+            tenant_id=member.tenant_id, member=member, revision_id=conflict.prior_revision_id
+        ).first()
+        if prior is None or prior.adapter_scope not in readable:
+            conflict = None
     if conflict is None:
         raise NotFound("No such question.")
     proposal = conflict.proposal
@@ -1898,6 +1944,7 @@ def memory_pause(
                 "suppression_started_at": now,
                 "suppression_ends_at": ends_at,
                 "suppression_notes": notes,
+                "suppression_set_by": controls.lifter_of(principal),
             },
         )
         return _written(
@@ -1913,10 +1960,16 @@ def memory_resume(
     context: Mapping[str, Any] | None = None,
     now: datetime | None = None,
 ) -> WriteOutcome:
-    """Lift the member's pause: the memory is active again, without suppression."""
+    """Lift a pause: the memory is active again, without suppression.
+
+    The member lifts any pause on their memory; a surface only one it set itself
+    (`memory.controls`: refused 403, on record as a deny)."""
     now = now or timezone.now()
     entry = _current(principal, member, entry_id, lock=False)
     _refuse_tombstoned(entry)
+    attributes: dict[str, Any] = {}
+    if entry.lifecycle == Lifecycle.PAUSED:
+        attributes[controls.SET_BY_ATTRIBUTE] = entry.suppression_set_by
     _govern(
         Hook.PRE_WRITE,
         name="memory.resume",
@@ -1926,6 +1979,7 @@ def memory_resume(
         context=context,
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id)},
+        attributes=attributes,
     )
     with transaction.atomic(durable=True):
         entry = _relocked(principal, member, entry.entry_id)
@@ -1933,11 +1987,18 @@ def memory_resume(
             return WriteOutcome("not-written", "not-paused", entry=entry)
         if entry.lifecycle != Lifecycle.PAUSED:
             raise Conflict("Only a paused memory can be resumed.", code="not-paused")
+        # Paused again by someone else since governance read it: the same refusal.
+        reason = controls.refusal(entry.suppression_set_by, principal)
+        if reason is not None:
+            raise controls.refused(reason)
         revision = _insert_revision(
-            prev=entry, now=now, fields={"lifecycle": Lifecycle.ACTIVE, **_NO_SUPPRESSION}
+            prev=entry,
+            now=now,
+            fields={"lifecycle": Lifecycle.ACTIVE, **_NO_SUPPRESSION, "suppression_set_by": None},
         )
+        reason_code = "user-resume" if principal.kind == "member" else f"{principal.kind}-resume"
         return _written(
-            principal, member, revision, reason="user-resume", action="iris.memory.entry.resumed"
+            principal, member, revision, reason=reason_code, action="iris.memory.entry.resumed"
         )
 
 
@@ -2001,7 +2062,14 @@ def memory_change_scope(
     )
     with transaction.atomic(durable=True):
         entry = _relocked(principal, member, entry.entry_id)
-        clash = _current_for_key(member, key, entry.category, entry.actor_handle, entry.subject)
+        clash = _current_for_key(
+            member,
+            key,
+            entry.category,
+            entry.actor_handle,
+            entry.subject,
+            adapter_scopes=_readable_adapter_scopes(principal),
+        )
         if clash is not None and clash.entry_id != entry.entry_id:
             raise Conflict(
                 "The target scope already holds a memory about this; correct or forget one.",
@@ -2086,11 +2154,25 @@ def off_the_record_set(
 ) -> OffTheRecord | None:
     """Switch off-the-record on or off for one session (or, without a session, for every
     session) and one surface (or every surface). While on, memory writes that match store
-    nothing at all. Returns the toggle row while on, None once off. Idempotent."""
+    nothing at all. Returns the toggle row while on, None once off. Idempotent.
+
+    The member switches off any toggle of theirs; a surface only one it switched on itself
+    (`memory.controls`: refused 403, on record as a deny)."""
     now = now or timezone.now()
     session = _session_id(session_id)
     if surface is not None and surface not in SURFACES:
         raise _invalid("surface", "invalid_choice", "surface is not a known surface.", SURFACES)
+
+    def toggles() -> Any:
+        return OffTheRecord.objects.filter(
+            tenant_id=member.tenant_id, member=member, session_id=session, surface=surface or ""
+        )
+
+    attributes: dict[str, Any] = {}
+    if not enabled:
+        existing = toggles().first()
+        if existing is not None:
+            attributes[controls.SET_BY_ATTRIBUTE] = existing.set_by
     _govern(
         Hook.PRE_WRITE,
         name="memory.off_the_record",
@@ -2103,12 +2185,11 @@ def off_the_record_set(
             "sessionId": session or None,
             "surface": surface,
         },
+        attributes=attributes,
     )
     with transaction.atomic(durable=True):
         _lock_member(member)
-        rows = OffTheRecord.objects.filter(
-            tenant_id=member.tenant_id, member=member, session_id=session, surface=surface or ""
-        )
+        rows = toggles()
         row = rows.first()
         if enabled and row is None:
             row = OffTheRecord.objects.create(
@@ -2117,9 +2198,14 @@ def off_the_record_set(
                 session_id=session,
                 surface=surface or "",
                 since=now,
+                set_by=controls.lifter_of(principal),
             )
             changed = True
         elif not enabled and row is not None:
+            # Switched on again by someone else since governance read it: the same refusal.
+            reason = controls.refusal(row.set_by, principal)
+            if reason is not None:
+                raise controls.refused(reason)
             rows.delete()
             row, changed = None, True
         else:

@@ -274,7 +274,9 @@ def test_the_taint_survives_the_resume_and_one_approval_is_one_write(
     assert outcome.resume_code == "completed" and corrections() == 1
 
     # The resumed call ran in the same run, still tainted, accepted on the approval.
-    assert run_is_tainted(tenant_id=member.tenant_id, run_id=uuid.UUID(tainted_run))
+    assert run_is_tainted(
+        tenant_id=member.tenant_id, surface="assistant", run_id=uuid.UUID(tainted_run)
+    )
     allow = AuditEvent.objects.filter(action="iris.governance.decision.allow").last()
     assert {"check": "taint-hold", "verdict": "allow", "reason": "owner-approved"} in allow.payload[
         "decisions"
@@ -345,7 +347,9 @@ def test_taint_is_per_tenant(
     foreign_client = SurfaceClient.objects.exclude(tenant_id=member.tenant_id).get()
     foreign = Principal("surface", foreign_client.id, foreign_client.tenant_id, surface="assistant")
     # The same run id in another tenant is another run, and it is clean.
-    assert not run_is_tainted(tenant_id=foreign_member.tenant_id, run_id=uuid.UUID(tainted_run))
+    assert not run_is_tainted(
+        tenant_id=foreign_member.tenant_id, surface="assistant", run_id=uuid.UUID(tainted_run)
+    )
     memory_correct(
         principal=foreign, member=foreign_member, entry_id=ENTRY, body="x", run_id=tainted_run
     )

@@ -99,3 +99,22 @@ def test_a_lane_that_cannot_pause_is_refused(surface_api, entry) -> None:  # typ
     response = _correct(surface_api, entry, run_id, canPause=False)
     assert response.status_code == 403, response.content
     assert Approval.objects.count() == 0
+
+
+def test_one_surface_cannot_taint_another_surfaces_run(surface_api, tenant, entry) -> None:  # type: ignore[no-untyped-def]
+    from governance.kernel_models import Run
+    from governance.services import surface_client_create
+    from tests.conftest import SYSTEM
+
+    tara = APIClient()
+    token = surface_client_create(actor=SYSTEM, tenant=tenant, surface="tara").token
+    tara.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    run_id = str(uuid.uuid4())
+    _step(surface_api, run_id, external=False)
+    _step(tara, run_id, external=True)  # the same run id, from another surface
+
+    response = _correct(surface_api, entry, run_id)
+    assert response.status_code == 200, response.content
+    assert Approval.objects.count() == 0
+    runs = Run.objects.filter(run_id=run_id)
+    assert sorted(runs.values_list("surface", "step_count")) == [("assistant", 1), ("tara", 1)]
