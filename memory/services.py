@@ -1469,6 +1469,7 @@ def memory_conflict_answer(
         )
         attributes["memoryGate"] = gate.as_attributes()
         text = _screened_text(proposal["body"], proposal["relationshipNote"])
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.conflict_answer",
@@ -1480,10 +1481,12 @@ def memory_conflict_answer(
         arguments={"conflictId": str(conflict.id), "answer": answer},
         attributes=attributes,
         text=text,
+        pending=decided,
     )
     refusal: Conflict | None = None
     outcome: WriteOutcome
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         _lock_member(member)
         conflict = PendingConflict.objects.select_for_update().get(pk=conflict.pk)
         current = (
@@ -1713,6 +1716,7 @@ def memory_correct(
         category=new_category,
         sensitive_interaction=sensitive_interaction,
     )
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.correct",
@@ -1729,8 +1733,10 @@ def memory_correct(
             "previous_fingerprint": content_fingerprint(entry.body),
         },
         text=_screened_text(new_body, correction.relationship_note or ""),
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         fields: dict[str, Any] = {
             "body": new_body,
@@ -1785,6 +1791,7 @@ def memory_confirm(
         category=entry.category,
         sensitive_interaction=entry.sensitive_interaction,
     )
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.confirm",
@@ -1795,8 +1802,10 @@ def memory_confirm(
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id)},
         attributes={"memoryGate": gate.as_attributes()},
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         decision = evaluate_promotion(
             requested=True, explicit=True, distinct_sessions=0, sensitive=gate.sensitive
@@ -1838,6 +1847,7 @@ def memory_forget(
     now = now or timezone.now()
     entry = _current(principal, member, entry_id, lock=False)
     _refuse_tombstoned(entry)
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.forget",
@@ -1847,8 +1857,10 @@ def memory_forget(
         context=context,
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id), "reasonCode": reason_code},
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         return _tombstone(principal, member, entry, now=now, reason_code=reason_code)
 
@@ -1872,6 +1884,7 @@ def memory_pause(
         raise _invalid("notes", "max_length", "notes must be at most 500 characters.")
     entry = _current(principal, member, entry_id, lock=False)
     _refuse_tombstoned(entry)
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.pause",
@@ -1882,8 +1895,10 @@ def memory_pause(
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id)},
         text=notes or None,
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         if entry.lifecycle == Lifecycle.PAUSED:
             return WriteOutcome("not-written", "already-paused", entry=entry)
@@ -1917,6 +1932,7 @@ def memory_resume(
     now = now or timezone.now()
     entry = _current(principal, member, entry_id, lock=False)
     _refuse_tombstoned(entry)
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.resume",
@@ -1926,8 +1942,10 @@ def memory_resume(
         context=context,
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id)},
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         if entry.lifecycle == Lifecycle.ACTIVE:
             return WriteOutcome("not-written", "not-paused", entry=entry)
@@ -1981,6 +1999,7 @@ def memory_change_scope(
         category=entry.category,
         sensitive_interaction=entry.sensitive_interaction,
     )
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.change_scope",
@@ -1998,8 +2017,10 @@ def memory_change_scope(
         attributes={
             "memoryGate": gate.as_attributes(),
         },
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         clash = _current_for_key(member, key, entry.category, entry.actor_handle, entry.subject)
         if clash is not None and clash.entry_id != entry.entry_id:
@@ -2091,6 +2112,7 @@ def off_the_record_set(
     session = _session_id(session_id)
     if surface is not None and surface not in SURFACES:
         raise _invalid("surface", "invalid_choice", "surface is not a known surface.", SURFACES)
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.off_the_record",
@@ -2103,8 +2125,10 @@ def off_the_record_set(
             "sessionId": session or None,
             "surface": surface,
         },
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         _lock_member(member)
         rows = OffTheRecord.objects.filter(
             tenant_id=member.tenant_id, member=member, session_id=session, surface=surface or ""
@@ -2152,6 +2176,7 @@ def actor_handle_for(
         or not normalise_actor_name(name)
     ):
         raise _invalid("actorName", "invalid", "actorName is not usable.")
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.actor_handle",
@@ -2159,8 +2184,10 @@ def actor_handle_for(
         principal=principal,
         member=member,
         context=context,
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         handle = _handle_of(member, name, create=True)
     assert handle is not None
     return handle
