@@ -10,6 +10,7 @@ from typing import Any
 from rest_framework.test import APIClient
 
 from governance.models import AuditEvent, IdempotencyRecord
+from tests.memory.helpers import payload
 
 PROBLEM = "application/problem+json"
 
@@ -52,3 +53,48 @@ def snapshot() -> tuple[int, int]:
 
 def problem_fields(response) -> set[str]:  # type: ignore[no-untyped-def]
     return {e.get("field") for e in response.json().get("errors", [])}
+
+
+# Valid bodies, which a test then spoils one field at a time.
+
+
+def token(w: World, **changes: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "userId": w.user_id,
+        "scopeKey": f"session:{w.user_id}:s-1",
+        "surfaceContext": {"surface": "assistant", "sessionId": "s-1"},
+        "anchorRef": {"surface": "assistant", "kind": "turn", "ref": "turn-7"},
+        "posture": "conversing",
+        "deviceId": "phone-1",
+        "clientTimestamp": "2025-03-01T12:00:00Z",
+    }
+    body.update(changes)
+    return body
+
+
+def recall(w: World, **changes: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "userId": w.user_id,
+        "scope": {"kind": "profile", "userId": w.user_id},
+        "query": "home city",
+        "surface": "assistant",
+        "context": "general",
+    }
+    body.update(changes)
+    return body
+
+
+def consent(w: World, **changes: Any) -> dict[str, Any]:
+    body = {
+        "userId": w.user_id,
+        "type": "data_processing",
+        "status": "granted",
+        "legalBasis": "consent",
+        "captureMethod": "inline-prompt",
+    }
+    body.update(changes)
+    return body
+
+
+def write(w: World, **changes: Any) -> dict[str, Any]:
+    return {**payload(w.member, body="I like jazz", category="fact"), **changes}

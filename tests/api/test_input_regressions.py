@@ -18,55 +18,22 @@ from django.utils import timezone
 
 from governance.models import AuditEvent, IdempotencyRecord
 from memory.models import MemoryEntry
-from tests.api.helpers import PROBLEM, World, problem_fields, send, snapshot
-from tests.memory.helpers import payload
+from tests.api.helpers import (
+    PROBLEM,
+    World,
+    consent,
+    problem_fields,
+    recall,
+    send,
+    snapshot,
+    token,
+    write,
+)
 
 pytestmark = pytest.mark.django_db
 
 EDGE_LATE = "9999-12-31T23:59:59-10:00"
 EDGE_EARLY = "0001-01-01T00:00:00+10:00"
-
-
-def token(w: World, **changes: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "userId": w.user_id,
-        "scopeKey": f"session:{w.user_id}:s-1",
-        "surfaceContext": {"surface": "assistant", "sessionId": "s-1"},
-        "anchorRef": {"surface": "assistant", "kind": "turn", "ref": "turn-7"},
-        "posture": "conversing",
-        "deviceId": "phone-1",
-        "clientTimestamp": "2025-03-01T12:00:00Z",
-    }
-    body.update(changes)
-    return body
-
-
-def recall(w: World, **changes: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "userId": w.user_id,
-        "scope": {"kind": "profile", "userId": w.user_id},
-        "query": "home city",
-        "surface": "assistant",
-        "context": "general",
-    }
-    body.update(changes)
-    return body
-
-
-def consent(w: World, **changes: Any) -> dict[str, Any]:
-    body = {
-        "userId": w.user_id,
-        "type": "data_processing",
-        "status": "granted",
-        "legalBasis": "consent",
-        "captureMethod": "inline-prompt",
-    }
-    body.update(changes)
-    return body
-
-
-def write(w: World, **changes: Any) -> dict[str, Any]:
-    return {**payload(w.member, body="I like jazz", category="fact"), **changes}
 
 
 def notebook(w: World, notebook_id: Any) -> dict[str, Any]:
