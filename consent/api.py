@@ -29,7 +29,7 @@ from consent.ledger import SOURCE_OF_CAPTURE, LedgerEvent
 from consent.models import ConsentEvent
 from consent.terms import TERMS, version_of_hash
 from governance.errors import ValidationFailed
-from governance.fields import EnumField
+from governance.fields import EnumField, InstantField, StrictInput
 from governance.idempotency import idempotent
 from governance.models import User
 from governance.principal import principal_of
@@ -143,7 +143,7 @@ class ConsentListApi(APIView):
 class ConsentRecordApi(APIView):
     """Record one consent event (grant, revoke) or opt-out event (opted-out, opted-in)."""
 
-    class ConsentRecordInput(serializers.Serializer):
+    class ConsentRecordInput(StrictInput, serializers.Serializer):
         userId = serializers.UUIDField(required=False)
         type = EnumField(RECORDABLE_TYPES)
         status = EnumField(STATUSES)
@@ -152,7 +152,7 @@ class ConsentRecordApi(APIView):
         termsVersion = EnumField(tuple(TERMS), required=False)
         termsHash = serializers.RegexField(r"^[0-9a-f]{64}$", required=False)
         witness = serializers.CharField(required=False, max_length=200)
-        occurredAt = serializers.DateTimeField(required=False)
+        occurredAt = InstantField(required=False)
 
     @extend_schema(
         request=ConsentRecordInput,

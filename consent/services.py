@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -43,7 +44,7 @@ from governance.audit import audit_record
 from governance.effects import run_destructive
 from governance.errors import Conflict, ValidationFailed
 from governance.models import IdempotencyRecord, User
-from governance.pipeline import Effect, Hook, Operation, govern
+from governance.pipeline import Effect, Hook, Operation, govern, record_pending
 from governance.principal import Principal
 
 log = logging.getLogger(__name__)
@@ -269,6 +270,7 @@ def _append(
     except ConsentRuleError as exc:
         raise _invalid(exc) from None
 
+    decided: list[dict[str, Any]] = []
     govern(
         Hook.PRE_WRITE,
         Operation(
@@ -285,9 +287,11 @@ def _append(
             },
             text=witness,
         ),
+        pending=decided,
     )
 
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with the event it allowed, or not at all
         _lock_chain(member)
         # A member's consent history is short (tens of events), so the whole chain is read:
         # the conflict rule and the cascade rule both need the full derivation.

@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from governance import approvals, runs
 from governance.errors import Forbidden, ValidationFailed
-from governance.fields import EnumField
+from governance.fields import EnumField, StrictInput
 from governance.idempotency import idempotent
 from governance.kernel_models import Approval
 from governance.principal import principal_of
@@ -82,7 +82,7 @@ class ApprovalListApi(APIView):
 class ApprovalDecideApi(APIView):
     """The owner approves or denies; an approved call resumes and is governed again."""
 
-    class ApprovalDecideInput(serializers.Serializer):
+    class ApprovalDecideInput(StrictInput, serializers.Serializer):
         decision = EnumField(approvals.DECISIONS)
 
     class ApprovalDecideOutput(serializers.Serializer):
@@ -121,7 +121,7 @@ class RunStepApi(APIView):
     """A surface reports one tool step of its run; a step that read external content
     taints the run."""
 
-    class RunStepInput(serializers.Serializer):
+    class RunStepInput(StrictInput, serializers.Serializer):
         tool = serializers.RegexField(runs.TOOL_PATTERN, max_length=64)
         readExternalContent = serializers.BooleanField()
         source = serializers.CharField(

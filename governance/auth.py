@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 
 from rest_framework import authentication, exceptions
@@ -13,11 +14,34 @@ from governance.principal import SurfaceUser
 from governance.throttle import WindowRateThrottle
 
 TOKEN_PREFIX = "iris_"  # noqa: S105 - a prefix, not a secret
+# RFC 9110: an auth-scheme is a token; bearer credentials are token68 (RFC 6750).
+_SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_TOKEN68 = re.compile(r"[A-Za-z0-9._~+/-]+=*")
 
 
 def hash_token(token: str) -> str:
     # Tokens are 256 random bits, so a plain SHA-256 is enough (no password stretching).
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def bearer_token(header: str | bytes | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; None when the header is
+    absent or names another scheme (session auth may still apply); AuthenticationFailed
+    for anything malformed.
+
+    Parsed by hand, on ASCII spaces only: under gunicorn the header arrives decoded as
+    latin-1, so `\\xa0` or `\\x85` are characters that `str.split()` takes for whitespace.
+    """
+    if not header:
+        return None
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")
+    scheme, _, credentials = header.partition(" ")
+    if _SCHEME.fullmatch(scheme) and scheme.lower() != "bearer":
+        return None
+    if scheme.lower() != "bearer" or not _TOKEN68.fullmatch(credentials):
+        raise exceptions.AuthenticationFailed("Malformed Authorization header.")
+    return credentials
 
 
 def new_token() -> str:
@@ -28,15 +52,10 @@ class SurfaceTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):  # type: ignore[no-untyped-def]
-        header = authentication.get_authorization_header(request).decode("latin-1")
-        if not header:
+        token = bearer_token(request.META.get("HTTP_AUTHORIZATION"))
+        if token is None:
             return None
-        parts = header.split()
-        if parts[0].lower() != self.keyword.lower():
-            return None
-        if len(parts) != 2:
-            raise exceptions.AuthenticationFailed("Malformed Authorization header.")
-        client = _client_for(hash_token(parts[1]))
+        client = _client_for(hash_token(token))
         if client is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked token.")
         return SurfaceUser(client), client

@@ -3,14 +3,16 @@
 The key is reserved before the operation runs (a unique row per client and key), so two
 concurrent calls with one key cannot both run. The first answer is stored and replayed;
 the same key with a different body is a 422. Server errors release the key so the client
-may retry. Stored answers are dropped after IRIS_IDEMPOTENCY_TTL_HOURS and when the member
-they concern is forgotten.
+may retry; a reservation older than IRIS_IDEMPOTENCY_LEASE_SECONDS (its worker died before
+storing the answer) is taken over by the next retry. Stored answers are dropped after
+IRIS_IDEMPOTENCY_TTL_HOURS and when the member they concern is forgotten.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -24,6 +26,8 @@ from rest_framework.response import Response
 from governance.errors import problem_body, problem_response
 from governance.models import IdempotencyRecord
 from governance.principal import principal_of
+
+log = logging.getLogger(__name__)
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
@@ -59,33 +63,43 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
             )
         principal = principal_of(request.user).key
         fingerprint = _fingerprint(request)
+        reserved = _reserve(principal, key, fingerprint)
+        if isinstance(reserved, Response):
+            return reserved
         try:
-            with transaction.atomic():
-                record = IdempotencyRecord.objects.create(
-                    principal=principal, key=key, request_fingerprint=fingerprint
-                )
-        except IntegrityError:
-            return _replay(principal, key, fingerprint)
-        try:
-            response = handler(view, request, *args, **kwargs)
-        except Exception as exc:
-            response = view.handle_exception(exc)
-        if response.status_code >= 500:
-            IdempotencyRecord.objects.filter(pk=record.pk).delete()
-            return response
-        IdempotencyRecord.objects.filter(pk=record.pk).update(
-            status_code=response.status_code,
-            response_body=response.data,
-            subject_id=getattr(request, "idempotency_subject", None),
-        )
+            try:
+                response = handler(view, request, *args, **kwargs)
+            except Exception as exc:
+                response = view.handle_exception(exc)
+            if response.status_code >= 500:
+                _release(reserved)
+                return response
+            IdempotencyRecord.objects.filter(pk=reserved).update(
+                status_code=response.status_code,
+                response_body=response.data,
+                subject_id=getattr(request, "idempotency_subject", None),
+            )
+        except BaseException:
+            # An uncaught error (a 500, or the worker being told to exit) must not leave
+            # the key reserved: the operation's transaction rolled back, so a retry is safe.
+            _release(reserved)
+            raise
         return response
 
     return wrapper
 
 
-def _replay(principal: str, key: str, fingerprint: str) -> Response:
-    record = IdempotencyRecord.objects.get(principal=principal, key=key)
-    if record.request_fingerprint != fingerprint:
+def _reserve(principal: str, key: str, fingerprint: str) -> int | Response:
+    """The reservation's id when this request may run; otherwise the answer to give."""
+    try:
+        with transaction.atomic():
+            return IdempotencyRecord.objects.create(
+                principal=principal, key=key, request_fingerprint=fingerprint
+            ).pk
+    except IntegrityError:
+        pass
+    record = IdempotencyRecord.objects.filter(principal=principal, key=key).first()
+    if record is not None and record.request_fingerprint != fingerprint:
         return problem_response(
             problem_body(
                 422,
@@ -94,7 +108,9 @@ def _replay(principal: str, key: str, fingerprint: str) -> Response:
                 f"This {HEADER} was used with a different request.",
             )
         )
-    if record.status_code is None:
+    if record is None or record.status_code is None:
+        if record is not None and _take_over_stale(record.pk):
+            return record.pk
         return problem_response(
             problem_body(
                 409,
@@ -111,6 +127,26 @@ def _replay(principal: str, key: str, fingerprint: str) -> Response:
         content_type=content_type,
         headers={"Idempotent-Replayed": "true"},
     )
+
+
+def _take_over_stale(record_id: int) -> bool:
+    """A reservation older than the lease belongs to a worker that died before it stored
+    its answer (gunicorn kills a worker long before the lease runs out). One retry takes
+    it over, atomically; see docs/decisions/hardening-input.md for why re-running is safe."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.IRIS_IDEMPOTENCY_LEASE_SECONDS)
+    taken = IdempotencyRecord.objects.filter(
+        pk=record_id, status_code__isnull=True, created_at__lt=cutoff
+    ).update(created_at=now)
+    return taken == 1
+
+
+def _release(record_id: int) -> None:
+    try:
+        IdempotencyRecord.objects.filter(pk=record_id, status_code__isnull=True).delete()
+    except Exception:
+        # The stale lease frees the key if even this fails (the database went away).
+        log.exception("could not release an idempotency reservation")
 
 
 def expire_records(*, now=None, batch: int = 5000) -> int:  # type: ignore[no-untyped-def]

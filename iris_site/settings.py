@@ -59,6 +59,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "governance.middleware.UsableQueryMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -171,7 +172,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["governance.parsers.StrictJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "governance.errors.problem_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["governance.auth.PrincipalRateThrottle"],
@@ -227,6 +228,8 @@ IRIS_AUDIT_CHECKPOINT_PATH = Path(
 # Seconds between opportunistic seals after commit in one process (0: seal after every commit).
 IRIS_AUDIT_SEAL_INTERVAL = env_float("IRIS_AUDIT_SEAL_INTERVAL", 1.0)
 IRIS_IDEMPOTENCY_TTL_HOURS = env_int("IRIS_IDEMPOTENCY_TTL_HOURS", 24)
+# Longer than any request may run (gunicorn's worker timeout, 30 s by default).
+IRIS_IDEMPOTENCY_LEASE_SECONDS = env_int("IRIS_IDEMPOTENCY_LEASE_SECONDS", 120)
 # Recall's semantic term: jaccard (the spec's default), lexical (BM25) or hybrid (BM25 and the
 # offline MiniLM embedding, part of the install).
 IRIS_RECALL_SEMANTIC = env_str("IRIS_RECALL_SEMANTIC", "jaccard")

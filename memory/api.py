@@ -55,6 +55,8 @@ def _acting(request: Request, data: dict[str, Any] | Any) -> tuple[Principal, Us
     """Who acts, and for which member. A surface must name the member."""
     principal = principal_of(request.user)
     user_id = data.get("userId") if hasattr(data, "get") else None
+    if user_id is not None and not isinstance(user_id, str):
+        raise ValidationFailed("userId must be a UUID string.", field="userId", rule="wrong-type")
     if principal.kind == "surface" and not user_id:
         raise ValidationFailed(
             "A surface names the member it acts for.", field="userId", rule="required"

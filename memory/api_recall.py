@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from governance.fields import SharedFieldsInput
+from governance.fields import EnumField, IdentifierField, SharedFieldsInput, StrictInput
 from memory import recall, recall_service
 from memory.api import _acting, _valid
 from memory.enums import RecallSurface, ScopeKind
@@ -21,20 +21,20 @@ from memory.enums import RecallSurface, ScopeKind
 TAG = "memory"
 
 
-class RecallIn(SharedFieldsInput, serializers.Serializer):
+class RecallIn(StrictInput, SharedFieldsInput, serializers.Serializer):
     userId = serializers.UUIDField(required=False)
-    scope = serializers.DictField(child=serializers.CharField(max_length=200), required=False)
+    scope = serializers.DictField(child=IdentifierField(max_length=200), required=False)
     scopeKey = serializers.CharField(required=False, max_length=700)
     query = serializers.CharField(allow_blank=True, max_length=4000, trim_whitespace=False)
-    surface = serializers.ChoiceField(choices=[s.value for s in RecallSurface])
-    context = serializers.ChoiceField(choices=sorted(recall.SURFACING_CONTEXTS))
+    surface = EnumField([s.value for s in RecallSurface])
+    context = EnumField(sorted(recall.SURFACING_CONTEXTS))
     crisisFrame = serializers.BooleanField(default=False)
     safetyCriticalContext = serializers.BooleanField(default=False)
     consentedCategories = serializers.ListField(
         child=serializers.CharField(max_length=64), required=False, max_length=64
     )
     limit = serializers.IntegerField(required=False, min_value=0, max_value=50)
-    destinationTier = serializers.ChoiceField(choices=["local", "cloud"], required=False)
+    destinationTier = EnumField(["local", "cloud"], required=False)
     runId = serializers.UUIDField(required=False)
 
     def validate_scope(self, value: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from governance.errors import NotFound, ValidationFailed
 from governance.keys import text_fingerprint
 from governance.models import User
 from governance.principal import Principal
+from governance.text import check_instant
 from memory import recall
 from memory.conflicts import normalise_subject
 from memory.enums import Lifecycle, ScopeKind
@@ -146,9 +147,8 @@ def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         stamp, revision = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
-        moment = datetime.fromisoformat(stamp)
-        if moment.tzinfo is None:
-            raise ValueError("naive")
+        # A crafted cursor at the calendar's edge would overflow in the query.
+        moment = check_instant(datetime.fromisoformat(stamp))
         return moment, uuid.UUID(revision)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise ValidationFailed("cursor is not valid.", field="cursor", rule="invalid") from None

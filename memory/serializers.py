@@ -15,9 +15,17 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
+from rest_framework.settings import api_settings
 
 from consent.enums import SURFACES, AdapterScope, Category
-from governance.fields import EnumField, SharedFieldsInput
+from governance.fields import (
+    EnumField,
+    IdentifierField,
+    InstantField,
+    SharedFieldsInput,
+    StrictInput,
+)
+from governance.text import TextRuleError, check_identifier_text, safe_field_name
 from memory.enums import Lifecycle, Origin, ProvenanceKind, ScopeKind, SuppressionReason
 from memory.masking import RELATIONSHIP_NOTE_MAX_LENGTH
 from memory.models import (
@@ -42,24 +50,9 @@ from memory.services import (
 # ------------------------------------------------------------------------------ fields
 
 
-class Rfc3339Field(serializers.DateTimeField):
-    """RFC 3339 in and out: an offset is required on input; output is UTC with `Z`."""
-
-    default_error_messages = {
-        "invalid": "Not an RFC 3339 timestamp.",
-        "timezone": "The timestamp needs a UTC offset (e.g. 2025-01-31T09:00:00Z).",
-    }
-
-    def to_internal_value(self, value: Any) -> datetime:
-        if not isinstance(value, str):
-            self.fail("invalid")
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            self.fail("invalid")
-        if parsed.tzinfo is None or parsed.utcoffset() is None:
-            self.fail("timezone")
-        return parsed
+class Rfc3339Field(InstantField):
+    """RFC 3339 in and out: an offset is required on input (`governance.fields.InstantField`);
+    output is UTC with `Z`."""
 
     def to_representation(self, value: datetime | None) -> str | None:
         return None if value is None else rfc3339(value)
@@ -84,16 +77,27 @@ class ScopeField(serializers.Field):
         identifiers = {k: v for k, v in data.items() if k != "kind"}
         allowed = [k.value for k in ScopeKind]
         if kind not in allowed:
-            message = f'"{kind}" is not allowed; allowed values: {", ".join(allowed)}.'
+            message = f"Not an allowed value; allowed values: {', '.join(allowed)}."
             raise serializers.ValidationError(
                 {"kind": [ErrorDetail(message, code="invalid_choice")]}
             )
         try:
             validate_scope(kind, identifiers)
         except ScopeRuleError as exc:
+            # An unexpected key is the caller's text: named back only when it looks like a
+            # field name.
+            name = safe_field_name(exc.field)
+            message = f"{name}: {exc.rule}" if name else f"A scope identifier: {exc.rule}"
             raise serializers.ValidationError(
-                {exc.field: [ErrorDetail(f"{exc.field}: {exc.rule}", code=exc.rule)]}
+                {name or api_settings.NON_FIELD_ERRORS_KEY: [ErrorDetail(message, code=exc.rule)]}
             ) from None
+        for name, value in identifiers.items():
+            try:
+                check_identifier_text(value)
+            except TextRuleError as exc:
+                raise serializers.ValidationError(
+                    {name: [ErrorDetail(exc.message, code=exc.rule)]}
+                ) from None
         return kind, identifiers
 
     def to_representation(self, value: Any) -> dict[str, Any]:
@@ -297,7 +301,7 @@ def off_the_record_contract(
 # ------------------------------------------------------------------------------- input
 
 
-class UserIdIn(SharedFieldsInput, serializers.Serializer):
+class UserIdIn(StrictInput, SharedFieldsInput, serializers.Serializer):
     userId = serializers.UUIDField(required=False)  # noqa: N815
 
 
@@ -320,7 +324,7 @@ class GovernedIn(UserIdIn):
         return context
 
 
-class MultiActorIn(SharedFieldsInput, serializers.Serializer):
+class MultiActorIn(StrictInput, SharedFieldsInput, serializers.Serializer):
     actorName = serializers.CharField(required=False, max_length=200, write_only=True)  # noqa: N815
     actorHandle = serializers.CharField(required=False, max_length=40)  # noqa: N815
     relationshipNote = serializers.CharField(  # noqa: N815
@@ -351,7 +355,7 @@ class MultiActorIn(SharedFieldsInput, serializers.Serializer):
         )
 
 
-class SuppressionIn(SharedFieldsInput, serializers.Serializer):
+class SuppressionIn(StrictInput, SharedFieldsInput, serializers.Serializer):
     reason = EnumField([r.value for r in SuppressionReason])
     startedAt = Rfc3339Field()  # noqa: N815
     endsAt = Rfc3339Field(required=False, allow_null=True, default=None)  # noqa: N815
@@ -360,7 +364,7 @@ class SuppressionIn(SharedFieldsInput, serializers.Serializer):
     )
 
 
-class ProvenanceLinkIn(SharedFieldsInput, serializers.Serializer):
+class ProvenanceLinkIn(StrictInput, SharedFieldsInput, serializers.Serializer):
     kind = EnumField([k.value for k in ProvenanceKind])
     ref = serializers.CharField(max_length=200)
     capturedAt = Rfc3339Field()  # noqa: N815
@@ -373,7 +377,7 @@ class MemoryWriteIn(GovernedIn):
     body = serializers.CharField(max_length=BODY_MAX_LENGTH)
     subject = serializers.CharField(required=False, max_length=SUBJECT_MAX_LENGTH)
     origin = EnumField([o.value for o in Origin])
-    sessionId = serializers.CharField(required=False, max_length=SESSION_ID_MAX_LENGTH)  # noqa: N815
+    sessionId = IdentifierField(required=False, max_length=SESSION_ID_MAX_LENGTH)  # noqa: N815
     multiActor = MultiActorIn(required=False, allow_null=True)  # noqa: N815
     suppression = SuppressionIn(required=False, allow_null=True)
     provenanceChain = ProvenanceLinkIn(many=True, required=False, max_length=50)  # noqa: N815
@@ -408,7 +412,7 @@ class MemoryWriteIn(GovernedIn):
         )
 
 
-class MultiActorPatchIn(serializers.Serializer):
+class MultiActorPatchIn(StrictInput, serializers.Serializer):
     relationshipNote = serializers.CharField(  # noqa: N815
         required=False, allow_blank=True, max_length=RELATIONSHIP_NOTE_MAX_LENGTH
     )
@@ -475,7 +479,7 @@ class ActorsForgetIn(GovernedIn):
 
 
 class OffTheRecordIn(GovernedIn):
-    sessionId = serializers.CharField(required=False, max_length=SESSION_ID_MAX_LENGTH)  # noqa: N815
+    sessionId = IdentifierField(required=False, max_length=SESSION_ID_MAX_LENGTH)  # noqa: N815
     surface = EnumField(SURFACES, required=False)
 
 

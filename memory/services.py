@@ -1515,6 +1515,7 @@ def memory_conflict_answer(
         )
         attributes["memoryGate"] = gate.as_attributes()
         text = _screened_text(proposal["body"], proposal["relationshipNote"])
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.conflict_answer",
@@ -1526,10 +1527,12 @@ def memory_conflict_answer(
         arguments={"conflictId": str(conflict.id), "answer": answer},
         attributes=attributes,
         text=text,
+        pending=decided,
     )
     refusal: Conflict | None = None
     outcome: WriteOutcome
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         _lock_member(member)
         conflict = PendingConflict.objects.select_for_update().get(pk=conflict.pk)
         current = (
@@ -1759,6 +1762,7 @@ def memory_correct(
         category=new_category,
         sensitive_interaction=sensitive_interaction,
     )
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.correct",
@@ -1775,8 +1779,10 @@ def memory_correct(
             "previous_fingerprint": content_fingerprint(entry.body),
         },
         text=_screened_text(new_body, correction.relationship_note or ""),
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         fields: dict[str, Any] = {
             "body": new_body,
@@ -1831,6 +1837,7 @@ def memory_confirm(
         category=entry.category,
         sensitive_interaction=entry.sensitive_interaction,
     )
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.confirm",
@@ -1841,8 +1848,10 @@ def memory_confirm(
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id)},
         attributes={"memoryGate": gate.as_attributes()},
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         decision = evaluate_promotion(
             requested=True, explicit=True, distinct_sessions=0, sensitive=gate.sensitive
@@ -1884,6 +1893,7 @@ def memory_forget(
     now = now or timezone.now()
     entry = _current(principal, member, entry_id, lock=False)
     _refuse_tombstoned(entry)
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.forget",
@@ -1893,8 +1903,10 @@ def memory_forget(
         context=context,
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id), "reasonCode": reason_code},
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         return _tombstone(principal, member, entry, now=now, reason_code=reason_code)
 
@@ -1918,6 +1930,7 @@ def memory_pause(
         raise _invalid("notes", "max_length", "notes must be at most 500 characters.")
     entry = _current(principal, member, entry_id, lock=False)
     _refuse_tombstoned(entry)
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.pause",
@@ -1928,8 +1941,10 @@ def memory_pause(
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id)},
         text=notes or None,
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         if entry.lifecycle == Lifecycle.PAUSED:
             return WriteOutcome("not-written", "already-paused", entry=entry)
@@ -1970,6 +1985,7 @@ def memory_resume(
     attributes: dict[str, Any] = {}
     if entry.lifecycle == Lifecycle.PAUSED:
         attributes[controls.SET_BY_ATTRIBUTE] = entry.suppression_set_by
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.resume",
@@ -1980,8 +1996,10 @@ def memory_resume(
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id)},
         attributes=attributes,
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         if entry.lifecycle == Lifecycle.ACTIVE:
             return WriteOutcome("not-written", "not-paused", entry=entry)
@@ -2042,6 +2060,7 @@ def memory_change_scope(
         category=entry.category,
         sensitive_interaction=entry.sensitive_interaction,
     )
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.change_scope",
@@ -2059,8 +2078,10 @@ def memory_change_scope(
         attributes={
             "memoryGate": gate.as_attributes(),
         },
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         clash = _current_for_key(
             member,
@@ -2173,6 +2194,7 @@ def off_the_record_set(
         existing = toggles().first()
         if existing is not None:
             attributes[controls.SET_BY_ATTRIBUTE] = existing.set_by
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.off_the_record",
@@ -2186,8 +2208,10 @@ def off_the_record_set(
             "surface": surface,
         },
         attributes=attributes,
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         _lock_member(member)
         rows = toggles()
         row = rows.first()
@@ -2238,6 +2262,7 @@ def actor_handle_for(
         or not normalise_actor_name(name)
     ):
         raise _invalid("actorName", "invalid", "actorName is not usable.")
+    decided: list[dict[str, Any]] = []
     _govern(
         Hook.PRE_WRITE,
         name="memory.actor_handle",
@@ -2245,8 +2270,10 @@ def actor_handle_for(
         principal=principal,
         member=member,
         context=context,
+        pending=decided,
     )
     with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
         handle = _handle_of(member, name, create=True)
     assert handle is not None
     return handle

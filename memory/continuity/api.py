@@ -30,6 +30,8 @@ TAG = "continuity"
 def _acting(request: Request, data: Any) -> tuple[Principal, User]:
     principal = principal_of(request.user)
     user_id = data.get("userId") if hasattr(data, "get") else None
+    if user_id is not None and not isinstance(user_id, str):
+        raise ValidationFailed("userId must be a UUID string.", field="userId", rule="wrong-type")
     if principal.kind == "surface" and not user_id:
         raise ValidationFailed(
             "A surface names the member it acts for.", field="userId", rule="required"

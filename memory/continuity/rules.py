@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from consent.enums import SENSITIVE_CATEGORIES, SURFACES
+from governance.text import TextRuleError, check_instant, safe_field_name
 from memory.enums import ScopeKind
 
 # -- vocabulary ----------------------------------------------------------------------------
@@ -205,16 +206,26 @@ def _check_fields(
         if key in allowed:
             continue
         if key in CONTENT_FIELDS or key.lower() in CONTENT_FIELDS:
+            # Quoted as the contract spells it: never echo the caller's own text.
+            name = key if key in CONTENT_FIELDS else key.lower()
             raise RuleViolation(
-                prefix + key,
+                prefix + name,
                 "content-not-allowed",
-                f"{prefix}{key} would carry content; a continuation token carries only "
+                f"{prefix}{name} would carry content; a continuation token carries only "
                 "references and posture.",
             )
         if not path and key in SERVER_FIELDS:
             raise RuleViolation(key, "read-only", f"{key} is set by the server.")
+        name = safe_field_name(key)
+        if name is None:
+            raise RuleViolation(
+                path or "body",
+                "unknown-field",
+                f"{path or 'The body'} has a field that is not in the contract.",
+                sorted(allowed),
+            )
         raise RuleViolation(
-            prefix + key, "unknown-field", f"{prefix}{key} is not a field.", sorted(allowed)
+            prefix + name, "unknown-field", f"{prefix}{name} is not a field.", sorted(allowed)
         )
     for key in sorted(required):
         if data.get(key) is None:
@@ -270,9 +281,10 @@ def _timestamp(value: Any, path: str) -> datetime:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise RuleViolation(path, "invalid", f"{path} must be an RFC 3339 timestamp.") from None
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise RuleViolation(path, "timezone-required", f"{path} must carry a UTC offset.")
-    return parsed
+    try:
+        return check_instant(parsed)
+    except TextRuleError as exc:
+        raise RuleViolation(path, exc.rule, f"{path}: {exc.message}") from None
 
 
 def _scope_key(value: Any) -> str:

@@ -1,8 +1,8 @@
 """Continuity use cases: the only place that writes continuation tokens.
 
 Each public function validates (ValidationFailed, 400), asks the governance kernel outside
-any transaction (`govern`: the decision is audited even when it refuses), then opens its
-one durable transaction, in which it writes and audits. Audit payloads carry ids, codes
+any transaction (`govern`: a refusal is audited at once), then opens its one durable
+transaction, in which it records the allow, writes and audits. Audit payloads carry ids, codes
 and counts only; a token's anchor, scope key and device are never audited.
 """
 
@@ -20,7 +20,16 @@ from django.utils import timezone
 from governance.audit import audit_record
 from governance.errors import NotFound, ValidationFailed
 from governance.models import JobRun, User
-from governance.pipeline import Check, Decision, Effect, Hook, Operation, Verdict, govern
+from governance.pipeline import (
+    Check,
+    Decision,
+    Effect,
+    Hook,
+    Operation,
+    Verdict,
+    govern,
+    record_pending,
+)
 from governance.principal import Principal
 from memory.continuity import conf, rules
 from memory.continuity.models import ContinuationToken
@@ -61,7 +70,10 @@ def _invalid(violation: rules.RuleViolation) -> ValidationFailed:
 
 def _govern(
     name: str, principal: Principal, member: User, attributes: Mapping[str, Any] | None = None
-) -> None:
+) -> list[dict[str, Any]]:
+    """Ask the kernel; returns the allow record for `record_pending` inside the write's
+    transaction, so an allow never commits without the write it allowed."""
+    decided: list[dict[str, Any]] = []
     govern(
         Hook.PRE_WRITE,
         Operation(
@@ -72,7 +84,9 @@ def _govern(
             member_id=member.public_id,
             attributes=dict(attributes or {}),
         ),
+        pending=decided,
     )
+    return decided
 
 
 def _audit(
@@ -152,7 +166,7 @@ def continuation_token_write(
             rules.check_cross_device_consent(draft, current_cross_device_grant(member))
         except rules.RuleViolation as violation:
             raise _invalid(violation) from None
-    _govern(
+    decided = _govern(
         "memory.continuation.write",
         principal,
         member,
@@ -164,6 +178,7 @@ def continuation_token_write(
     )
     incoming = rules.SlotWrite(device_id=draft.device_id, server_time=server_time)
     with transaction.atomic(durable=True):
+        record_pending(decided)
         # The slot's row lock serialises writers of one slot (PostgreSQL); SQLite
         # serialises all writers. A slot's first two writers cannot lock a row that does
         # not exist yet: the unique constraint lets one insert, and the other, once the
@@ -258,8 +273,9 @@ def continuation_tokens_purge_unconsented(
     revoked = frozenset(categories)
     if not _unconsented(member, revoked, lock=False):
         return 0
-    _govern("memory.continuation.purge", principal, member)
+    decided = _govern("memory.continuation.purge", principal, member)
     with transaction.atomic(durable=True):
+        record_pending(decided)
         ids = _unconsented(member, revoked, lock=True)
         return _delete(
             principal, member, ids, "iris.memory.continuation.purged", "consent-not-current"
@@ -274,8 +290,9 @@ def continuation_tokens_forget(*, principal: Principal, member: User) -> int:
     surface can rebuild, so removing it waits for nobody's approval. Idempotent; call it
     outside your own transaction (it governs, then commits on its own).
     """
-    _govern("memory.continuation.forget", principal, member)
+    decided = _govern("memory.continuation.forget", principal, member)
     with transaction.atomic(durable=True):
+        record_pending(decided)
         ids = list(
             ContinuationToken.objects.filter(tenant_id=member.tenant_id, member=member)
             .select_for_update()
