@@ -57,7 +57,7 @@ from governance.pipeline import (
 )
 from governance.principal import Principal
 from governance.runs import content_fingerprint
-from memory import selectors
+from memory import screening, selectors
 from memory.conflicts import (
     Authority,
     ConflictResolution,
@@ -384,6 +384,7 @@ def _govern(
     arguments: Mapping[str, Any] | None = None,
     attributes: Mapping[str, Any] | None = None,
     text: str | None = None,
+    texts: Mapping[str, str] | None = None,
     pending: list[dict[str, Any]] | None = None,
 ) -> Operation:
     """Ask the kernel (outside any transaction); returns the allowed operation. With
@@ -405,6 +406,7 @@ def _govern(
         subject_ids=tuple(str(s) for s in subject_ids),
         attributes=merged,
         text=text,
+        texts=texts or {},
     )
     govern(hook, op, pending=pending)
     return op
@@ -1021,6 +1023,15 @@ def memory_write(
         },
         attributes={"memoryGate": gate.as_attributes()},
         text=_screened_text(w.body, w.mention.relationship_note if w.mention else ""),
+        texts=screening.write_texts(
+            body=w.body,
+            subject=draft.subject or w.subject,  # as sent: normalising may hide a key
+            session_id=w.session_id,
+            scope_identifiers=w.scope_identifiers,
+            relationship_note=w.mention.relationship_note if w.mention else "",
+            suppression_notes=w.suppression["suppression_notes"],
+            provenance=w.provenance,
+        ),
         pending=decided,
     )
     # The allow is on record in the same commit, and the same INSERT, as what it allowed.
@@ -1480,6 +1491,7 @@ def memory_conflict_answer(
         arguments={"conflictId": str(conflict.id), "answer": answer},
         attributes=attributes,
         text=text,
+        texts=screening.proposal_texts(proposal) if text is not None else None,
     )
     refusal: Conflict | None = None
     outcome: WriteOutcome
@@ -1729,6 +1741,11 @@ def memory_correct(
             "previous_fingerprint": content_fingerprint(entry.body),
         },
         text=_screened_text(new_body, correction.relationship_note or ""),
+        texts=screening.correct_texts(
+            body=new_body,
+            subject=correction.subject,
+            relationship_note=correction.relationship_note,
+        ),
     )
     with transaction.atomic(durable=True):
         entry = _relocked(principal, member, entry.entry_id)
@@ -1882,6 +1899,7 @@ def memory_pause(
         subject_ids=[entry.entry_id],
         arguments={"entryId": str(entry.entry_id)},
         text=notes or None,
+        texts={"notes": notes},
     )
     with transaction.atomic(durable=True):
         entry = _relocked(principal, member, entry.entry_id)
@@ -2103,6 +2121,7 @@ def off_the_record_set(
             "sessionId": session or None,
             "surface": surface,
         },
+        texts={"sessionId": session},
     )
     with transaction.atomic(durable=True):
         _lock_member(member)
