@@ -20,3 +20,10 @@ class ConsentConfig(AppConfig):
         from governance.approvals import register_resumable
 
         register_resumable(PURGE_OPERATION, resume_purge, action=PURGE_ACTION)
+
+        # Who may record which consent: a kernel check, so a refusal is audited as a deny.
+        from consent.services import ConsentCaptureGate
+        from governance.pipeline import register, registered_checks
+
+        if not any(c.name == ConsentCaptureGate.name for c in registered_checks()):
+            register(ConsentCaptureGate())

@@ -19,12 +19,12 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db import transaction
 from django.utils import timezone
 
-from consent import ledger
+from consent import capture, ledger
 from consent.enums import (
     CATEGORY_CONSENT_PREFIX,
     CaptureMethod,
@@ -44,20 +44,52 @@ from governance.audit import audit_record
 from governance.effects import run_destructive
 from governance.errors import Conflict, ValidationFailed
 from governance.models import IdempotencyRecord, User
-from governance.pipeline import Effect, Hook, Operation, govern, record_pending
+from governance.pipeline import (
+    Check,
+    Decision,
+    Effect,
+    Hook,
+    Operation,
+    Verdict,
+    govern,
+    record_pending,
+)
 from governance.principal import Principal
 
 log = logging.getLogger(__name__)
 
 POLICY_ID = "iris-consent-ledger-v1"
 
-# A member recording their own consent acts in the product: through a prompt or a setting.
-# An import or a staff-witnessed form is recorded by a surface or an operator, never
-# claimed by the member's own session.
-MEMBER_CAPTURE_METHODS: tuple[str, ...] = (
-    CaptureMethod.INLINE_PROMPT,
-    CaptureMethod.SETTINGS_TOGGLE,
-)
+
+class ConsentCaptureGate(Check):
+    """Who may record what (`consent.capture.CAPTURE_TABLE`): the caller kind, the
+    operator's role, the witness and the date. Registered by `consent.apps`; decides only
+    operations that carry a `consentCapture` attribute (built by `_append`)."""
+
+    name = "consent-capture"
+    priority = 25  # after the secret screen: a credential in the witness is refused as such
+    hooks: ClassVar[frozenset[Hook]] = frozenset({Hook.PRE_WRITE})
+
+    def evaluate(self, hook: Hook, op: Operation) -> Decision | None:
+        facts = op.attributes.get("consentCapture")
+        if facts is None:
+            return None
+        refusal = capture.capture_refusal(
+            caller_kind=op.principal.kind,
+            roles=op.principal.roles,
+            capture_method=facts["captureMethod"],
+            occurred_at=facts["occurredAt"],
+            now=facts["now"],
+            witness_is_caller=facts["witnessIsCaller"],
+        )
+        if refusal is None:
+            return None
+        error = {"field": refusal.field, "rule": refusal.rule, "message": refusal.detail}
+        if refusal.allowed:
+            error["allowed"] = list(refusal.allowed)
+        return Decision(
+            self.name, Verdict.DENY, refusal.rule, refusal.detail, extra={"errors": [error]}
+        )
 
 
 def consent_record(
@@ -244,13 +276,12 @@ def _append(
     witness: str | None,
     occurred_at: datetime | None,
 ) -> ConsentEvent:
-    if principal.kind == "member" and capture_method not in MEMBER_CAPTURE_METHODS:
-        raise ValidationFailed(
-            "A member records consent through a prompt or a setting.",
-            field="capture_method",
-            rule="capture-method-not-for-members",
-            allowed=MEMBER_CAPTURE_METHODS,
-        )
+    if (
+        capture_method == CaptureMethod.OPERATOR_RECORDED
+        and principal.kind == "operator"
+        and witness is None
+    ):
+        witness = str(principal.id)  # the operator recording it is the witness
     resolved_terms = _terms_hash(terms_version, terms_hash)
     recorded_at = timezone.now()
     fields = {
@@ -282,10 +313,15 @@ def _append(
             attributes={
                 # Enum values only: the kernel may fingerprint and store these.
                 "arguments": {"consentType": str(consent_type), "status": str(status)},
-                # The witness is the only free text; the secret screen reads it as such.
-                "text_field": "witness",
+                "consentCapture": {
+                    "captureMethod": str(capture_method),
+                    "occurredAt": fields["occurred_at"],
+                    "now": recorded_at,
+                    "witnessIsCaller": witness is not None and witness == str(principal.id),
+                },
             },
-            text=witness,
+            # The witness is the only free text an event stores; the rest are enums.
+            texts={"witness": witness},
         ),
         pending=decided,
     )

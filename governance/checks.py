@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from governance.pipeline import Check, Decision, Hook, Operation, Verdict, register
+from governance.secrets_screen import FieldFinding, screen_fields
 
 
 class TenantBoundary(Check):
@@ -35,11 +36,13 @@ class OwnerOnly(Check):
 class SecretScreen(Check):
     """Classification at the door: a credential is `secret` and never becomes memory.
 
-    The write is refused (`secret-in-memory`, naming the kind, never the value) unless the
-    surface declared the screened field secret (`secretFields`), in which case the service
-    moves it to the vault with `governance.vault.store_declared_secrets` and the decision
-    records that it did (`secret-declared`). `op.text` is the field named by
-    `op.attributes["text_field"]` (default "body").
+    Every stored free-text field of the write (`op.texts`, or the single `op.text` named
+    by `attributes["text_field"]`, default "body") goes through the one screen
+    (`governance.secrets_screen.screen_fields`). The write is refused
+    (`secret-in-memory`, naming the field and the kind, never the value) unless the
+    surface declared that field secret (`secretFields`), in which case the service moves
+    it to the vault with `governance.vault.store_declared_secrets` and the decision
+    records that it did (`secret-declared`).
     """
 
     name = "secret-screen"
@@ -47,27 +50,36 @@ class SecretScreen(Check):
     hooks = frozenset({Hook.PRE_WRITE})
 
     def evaluate(self, hook: Hook, op: Operation) -> Decision | None:
-        from governance.secrets_screen import secret_kinds
-
-        if not op.text:
-            return None
-        kinds = secret_kinds(op.text)
-        if not kinds:
-            return None
-        field = str(op.attributes.get("text_field") or "body")
+        texts = dict(op.texts)
+        if op.text:
+            texts.setdefault(str(op.attributes.get("text_field") or "body"), op.text)
         declared = op.attributes.get("declared_secret_fields") or ()
         if isinstance(declared, str):  # one name, not a string of letters to search
             declared = (declared,)
-        if field in declared:
-            return Decision(self.name, Verdict.ALLOW, "secret-declared")
-        return Decision(
-            self.name,
-            Verdict.DENY,
-            "secret-in-memory",
-            f"The {field} holds what looks like a credential ({', '.join(kinds)}); Iris does "
-            f"not keep secrets in memory. Remove it, or declare the field secret "
-            f'(secretFields: ["{field}"]) to keep it in the vault.',
-        )
+        found = screen_fields(texts, declared=declared)
+        if found is None:
+            vaulted = {name: text for name, text in texts.items() if name in declared}
+            if screen_fields(vaulted) is not None:
+                return Decision(self.name, Verdict.ALLOW, "secret-declared")
+            return None
+        return secret_denial(self.name, found)
+
+
+def secret_denial(check: str, found: FieldFinding) -> Decision:
+    """The refusal of a credential in a stored field: the same code, shape and wording for
+    every field of every write, naming the field and the kind, never the value."""
+    detail = (
+        f"The {found.field} holds what looks like a credential ({', '.join(found.kinds)}); "
+        "Iris does not keep secrets in memory. Remove it, or declare the field secret "
+        f'(secretFields: ["{found.field}"]) to keep it in the vault.'
+    )
+    return Decision(
+        check,
+        Verdict.DENY,
+        "secret-in-memory",
+        detail,
+        extra={"errors": [{"field": found.field, "rule": "secret-in-memory", "message": detail}]},
+    )
 
 
 def register_kernel_checks() -> None:

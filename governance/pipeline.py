@@ -52,7 +52,9 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class Operation:
-    """What is about to happen. `text` is content to screen; it is never audited."""
+    """What is about to happen. `text` and `texts` are content to screen, never audited:
+    `texts` maps every stored free-text field of the call (by wire path) to its text;
+    `text` is the older single field, named by `attributes["text_field"]`."""
 
     name: str
     effect: Effect
@@ -62,6 +64,7 @@ class Operation:
     subject_ids: tuple[str, ...] = ()
     attributes: Mapping[str, Any] = field(default_factory=dict)
     text: str | None = None
+    texts: Mapping[str, str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

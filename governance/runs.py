@@ -47,12 +47,14 @@ from django.utils import timezone
 
 from governance.approvals import ask_owner, consume, matching_approval, taint_card
 from governance.audit import audit_record, canonical_json, sha256_hex
+from governance.checks import secret_denial
 from governance.effects import ArgumentsNotStorable, operation_fingerprint
 from governance.errors import Forbidden, ValidationFailed
 from governance.kernel_models import Run, RunStep
 from governance.keys import text_fingerprint
-from governance.pipeline import Check, Decision, Effect, Hook, Operation, Verdict
+from governance.pipeline import Check, Decision, Denied, Effect, Hook, Operation, Verdict
 from governance.principal import Principal
+from governance.secrets_screen import screen_fields
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +208,11 @@ def run_step_record(
             field="source",
             rule="format",
         )
+    # A step's names are stored: they pass the same secret screen as a memory body.
+    found = screen_fields({"tool": tool, "source": source})
+    if found is not None:
+        refusal = secret_denial("secret-screen", found)
+        raise Denied(refusal.detail, code=refusal.reason_code, extra=refusal.extra)
     with transaction.atomic(durable=True):
         run = _run_for_update(
             tenant_id=principal.tenant_id, run_id=key, surface=_surface_of(principal)

@@ -411,3 +411,31 @@ def scrub_outbound_data(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [scrub_outbound_data(v) for v in value]
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class FieldFinding:
+    """The first stored field that holds a credential: its wire path and the kinds found."""
+
+    field: str
+    kinds: tuple[str, ...]
+
+
+def screen_fields(
+    texts: Mapping[str, str | None], *, declared: Iterable[str] = ()
+) -> FieldFinding | None:
+    """The one secret screen for every stored free-text field of a write.
+
+    `texts` maps each field's wire path (`body`, `suppression.notes`,
+    `provenanceChain[0].ref`) to the text that would be stored; fields in `declared` go to
+    the vault instead and are skipped. Fields are read in the caller's order, so the
+    refusal names the first one, the same way every time.
+    """
+    skip = {declared} if isinstance(declared, str) else set(declared)
+    for name, text in texts.items():
+        if name in skip or not text:
+            continue
+        kinds = secret_kinds(text)
+        if kinds:
+            return FieldFinding(name, tuple(kinds))
+    return None

@@ -44,7 +44,7 @@ from consent.enums import CATEGORY_CONSENT_PREFIX, ConsentType
 from consent.selectors import active_consent_types
 from governance import after_response, plainsql
 from governance.audit import audit_record_many
-from governance.classify import Classification, Tier, classify_text
+from governance.classify import Classification, Tier, classify_text, strictest
 from governance.egress import (
     DEFAULT_TIER,
     egress_filter,
@@ -55,7 +55,7 @@ from governance.errors import Forbidden, ValidationFailed
 from governance.models import User
 from governance.pipeline import Effect, Hook, Operation, govern
 from governance.principal import Principal
-from governance.secrets_screen import scrub_outbound
+from governance.secrets_screen import scrub_outbound_data
 from memory import embedding, recall, recall_db, recall_snapshot, semantic
 from memory.enums import RecallSurface, ScopeKind
 from memory.models import MemoryEntry
@@ -225,12 +225,25 @@ def body_class(body: str) -> Classification:
     return found
 
 
+def entry_class(c: recall.Candidate) -> Classification:
+    """The class of everything an entry would return: its body and every other text
+    (subject, scope key, notes, provenance refs). A credential stored in any of them, by
+    a write older than the screen of every field, keeps the whole entry in."""
+    texts = [c.body, c.subject or "", c.scope_key]
+    if c.suppression is not None:
+        texts.append(c.suppression.notes or "")
+    if c.multi_actor is not None:
+        texts.append(c.multi_actor.relationship_note or "")
+    texts.extend(link.ref for link in c.provenance_chain)
+    return strictest(*(body_class(t) for t in texts if t))
+
+
 def _withhold(
     result: recall.RecallResult, *, tier: str, internal_to_cloud: bool
 ) -> tuple[recall.RecallResult, dict[str, int], list[str]]:
     """The egress gate over the returned entries; withheld ones move into the counts."""
     # Each body is scanned for credentials once, not once per use (`body_class`).
-    class_of = {e.candidate.entry_id: body_class(e.candidate.body) for e in result.entries}
+    class_of = {e.candidate.entry_id: entry_class(e.candidate) for e in result.entries}
     gated = egress_filter(
         result.entries,
         tier=tier,
@@ -343,9 +356,10 @@ def recall_resolve(
     wire = recall.to_wire(result)
     for item, cls in zip(wire["entries"], classes, strict=True):
         # Scrubbing changes a text exactly when the screen finds a credential in it, which
-        # is when `_withhold` classed it secret: the others need no second scan.
+        # is when `_withhold` classed one of the entry's texts secret: the others need no
+        # second scan. Every text of the item is scrubbed, not only the body.
         if cls == Classification.SECRET:
-            item["entry"]["body"] = scrub_outbound(item["entry"]["body"])
+            item.update(scrub_outbound_data(item))
     govern(Hook.PRE_RESPONSE, operation(**checked), pending=pending)
 
     _record(

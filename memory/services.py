@@ -57,7 +57,7 @@ from governance.pipeline import (
 )
 from governance.principal import Principal
 from governance.runs import content_fingerprint, runs_forget_content
-from memory import controls, selectors
+from memory import controls, screening, selectors
 from memory.conflicts import (
     Authority,
     ConflictResolution,
@@ -384,6 +384,7 @@ def _govern(
     arguments: Mapping[str, Any] | None = None,
     attributes: Mapping[str, Any] | None = None,
     text: str | None = None,
+    texts: Mapping[str, str] | None = None,
     pending: list[dict[str, Any]] | None = None,
 ) -> Operation:
     """Ask the kernel (outside any transaction); returns the allowed operation. With
@@ -405,6 +406,7 @@ def _govern(
         subject_ids=tuple(str(s) for s in subject_ids),
         attributes=merged,
         text=text,
+        texts=texts or {},
     )
     govern(hook, op, pending=pending)
     return op
@@ -1035,6 +1037,15 @@ def memory_write(
         },
         attributes={"memoryGate": gate.as_attributes()},
         text=_screened_text(w.body, w.mention.relationship_note if w.mention else ""),
+        texts=screening.write_texts(
+            body=w.body,
+            subject=draft.subject or w.subject,  # as sent: normalising may hide a key
+            session_id=w.session_id,
+            scope_identifiers=w.scope_identifiers,
+            relationship_note=w.mention.relationship_note if w.mention else "",
+            suppression_notes=w.suppression["suppression_notes"],
+            provenance=w.provenance,
+        ),
         pending=decided,
     )
     # The allow is on record in the same commit, and the same INSERT, as what it allowed.
@@ -1528,6 +1539,7 @@ def memory_conflict_answer(
         attributes=attributes,
         text=text,
         pending=decided,
+        texts=screening.proposal_texts(proposal) if text is not None else None,
     )
     refusal: Conflict | None = None
     outcome: WriteOutcome
@@ -1780,6 +1792,11 @@ def memory_correct(
         },
         text=_screened_text(new_body, correction.relationship_note or ""),
         pending=decided,
+        texts=screening.correct_texts(
+            body=new_body,
+            subject=correction.subject,
+            relationship_note=correction.relationship_note,
+        ),
     )
     with transaction.atomic(durable=True):
         record_pending(decided)  # the allow commits with what it allowed, or not at all
@@ -1942,6 +1959,7 @@ def memory_pause(
         arguments={"entryId": str(entry.entry_id)},
         text=notes or None,
         pending=decided,
+        texts={"notes": notes},
     )
     with transaction.atomic(durable=True):
         record_pending(decided)  # the allow commits with what it allowed, or not at all
@@ -2209,6 +2227,7 @@ def off_the_record_set(
         },
         attributes=attributes,
         pending=decided,
+        texts={"sessionId": session},
     )
     with transaction.atomic(durable=True):
         record_pending(decided)  # the allow commits with what it allowed, or not at all

@@ -34,6 +34,7 @@ from governance.principal import Principal
 from memory.continuity import conf, rules
 from memory.continuity.models import ContinuationToken
 from memory.continuity.selectors import current_cross_device_grant, sync_opted_out
+from memory.screening import continuation_texts
 
 POLICY_ID = "iris-continuity-v1"
 EXPIRY_JOB = "continuity.expire"
@@ -69,7 +70,11 @@ def _invalid(violation: rules.RuleViolation) -> ValidationFailed:
 
 
 def _govern(
-    name: str, principal: Principal, member: User, attributes: Mapping[str, Any] | None = None
+    name: str,
+    principal: Principal,
+    member: User,
+    attributes: Mapping[str, Any] | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Ask the kernel; returns the allow record for `record_pending` inside the write's
     transaction, so an allow never commits without the write it allowed."""
@@ -83,6 +88,7 @@ def _govern(
             tenant_id=member.tenant_id,
             member_id=member.public_id,
             attributes=dict(attributes or {}),
+            texts=texts or {},
         ),
         pending=decided,
     )
@@ -175,6 +181,7 @@ def continuation_token_write(
             "sensitive": bool(draft.sensitive_categories),
             "continuityGate": {"syncOptedOut": sync_opted_out(member)},
         },
+        continuation_texts(draft),
     )
     incoming = rules.SlotWrite(device_id=draft.device_id, server_time=server_time)
     with transaction.atomic(durable=True):

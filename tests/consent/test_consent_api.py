@@ -220,7 +220,8 @@ def test_operators_get_404(operator_api, member, method, url) -> None:  # type: 
 def test_a_member_session_cannot_claim_a_staff_witnessed_consent(member_api, member) -> None:  # type: ignore[no-untyped-def]
     data = body(member, captureMethod="operator-recorded", witness="Me, honestly")
     response = post(member_api, data)
-    assert response.status_code == 400
+    assert response.status_code == 403
+    assert response.json()["code"] == "capture-method-not-allowed"
     error = response.json()["errors"][0]
     assert error["field"] == "captureMethod"
     assert error["allowed"] == ["inline-prompt", "settings-toggle"]
@@ -312,9 +313,9 @@ def test_the_same_key_with_another_body_is_refused(surface_api, member) -> None:
 
 
 def test_erasure_also_drops_stored_answers_that_quote_the_erased_event(surface_api, member) -> None:  # type: ignore[no-untyped-def]
-    canary = "canary-api-witness-2b7d5e"
-    data = sensitive(member, captureMethod="operator-recorded", witness=canary)
-    assert post(surface_api, data, **{"Idempotency-Key": "k-3"}).status_code == 201
+    # A surface records no witness (issue 19, 5): the consent type is the text to find.
+    canary = "category:medical"
+    assert post(surface_api, sensitive(member), **{"Idempotency-Key": "k-3"}).status_code == 201
     post(surface_api, body(member), **{"Idempotency-Key": "k-4"})
     assert {table for table, _ in find_in_database(canary)} == {
         "consent_consenteventbody",

@@ -41,13 +41,18 @@ def text_of(response) -> str:  # type: ignore[no-untyped-def]
 
 
 def record(member, consent_type, status="granted", **extra):  # type: ignore[no-untyped-def]
+    principal = Principal(kind="member", id=member.public_id, tenant_id=member.tenant_id)
+    capture_method = "settings-toggle"
+    if "occurred_at" in extra:
+        # Only an import may date an act in the past (consent.capture).
+        principal, capture_method = Principal.system("dsar", member.tenant_id), "dsar-import"
     return consent_record(
-        principal=Principal(kind="member", id=member.public_id, tenant_id=member.tenant_id),
+        principal=principal,
         member=member,
         consent_type=consent_type,
         status=status,
         legal_basis="explicit_consent" if consent_type.startswith("category:") else "consent",
-        capture_method="settings-toggle",
+        capture_method=capture_method,
         **extra,
     )
 
