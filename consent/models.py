@@ -18,6 +18,7 @@ machine").
 from __future__ import annotations
 
 import uuid
+from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -73,6 +74,10 @@ class ConsentEventBodyQuerySet(AppendOnlyQuerySet):
         return deleted
 
 
+# What `ConsentEventBodyQuerySet.as_manager()` builds, under a name the annotation can use.
+ConsentEventBodyManager = models.Manager.from_queryset(ConsentEventBodyQuerySet)
+
+
 class ConsentEventBody(AppendOnlyModel):
     """The personal content of a consent event; removed by erasure, never edited."""
 
@@ -91,7 +96,8 @@ class ConsentEventBody(AppendOnlyModel):
     occurred_at = models.DateTimeField()
     recorded_at = models.DateTimeField()
 
-    objects = ConsentEventBodyQuerySet.as_manager()
+    # ClassVar: AppendOnlyModel declares `objects`, and managers are class attributes.
+    objects: ClassVar[ConsentEventBodyManager[ConsentEventBody]] = ConsentEventBodyManager()
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "consent_type"], name="consent_body_tenant_type")]

@@ -103,6 +103,7 @@ class ApprovalDecideApi(APIView):
             raise Forbidden("Only the member an approval is for may answer it.")
         data = self.ApprovalDecideInput(data=request.data)
         data.is_valid(raise_exception=True)
+        # Not a Request attribute: `idempotent` reads it back with getattr, for this call only.
         request.idempotency_subject = principal.id  # type: ignore[attr-defined]
         outcome = approvals.approval_decide(
             principal=principal,
@@ -124,7 +125,9 @@ class RunStepApi(APIView):
     class RunStepInput(StrictInput, serializers.Serializer):
         tool = serializers.RegexField(runs.TOOL_PATTERN, max_length=64)
         readExternalContent = serializers.BooleanField()
-        source = serializers.CharField(
+        # The wire name is `source`, which the stubs know as Field.source (a str); DRF's
+        # metaclass moves declared fields off the class, so nothing is really overridden.
+        source = serializers.CharField(  # type: ignore[assignment]
             required=False, allow_blank=True, max_length=runs.MAX_SOURCE, trim_whitespace=True
         )
 

@@ -58,7 +58,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from governance.audit import audit_record
+from governance.audit import Actor, audit_record
 from governance.effects import (
     ArgumentsNotStorable,
     attribute_uuid,
@@ -136,6 +136,8 @@ def approval_for_owner(*, principal: Principal, approval_id: uuid.UUID | str) ->
         key = uuid.UUID(str(approval_id))
     except ValueError:
         raise NotFound("No such approval.") from None
+    if principal.tenant_id is None:  # no tenant, so no approvals (the filter would match none)
+        raise NotFound("No such approval.")
     approval = Approval.objects.filter(
         tenant_id=principal.tenant_id, owner__public_id=principal.id, id=key
     ).first()
@@ -193,7 +195,7 @@ def consume(approval: Approval) -> bool:
     return bool(spent)
 
 
-def _system_actor():  # type: ignore[no-untyped-def]
+def _system_actor() -> Actor:
     return Principal.system().actor
 
 
@@ -204,6 +206,8 @@ def hold(
 
     Asking twice for the same call (a surface retrying) shows one card, not two.
     """
+    # `owner` is op's member, found in op's tenant (`_owner_of`), so op has a tenant.
+    assert op.tenant_id is not None
     arguments = operation_arguments(op)
     run_id = attribute_uuid(op, "run_id")
     now = timezone.now()
@@ -358,7 +362,8 @@ def approval_decide(
             raise Conflict("This approval was already answered.", code="approval-already-decided")
         if approval.expires_at <= now:
             raise Conflict("This approval has expired.", code="approval-expired")
-        owner = User.objects.get(tenant_id=principal.tenant_id, public_id=principal.id)
+        # The approval was found in the principal's tenant, so its tenant is theirs.
+        owner = User.objects.get(tenant_id=approval.tenant_id, public_id=principal.id)
         approval.status = (
             Approval.Status.APPROVED if decision == "approve" else Approval.Status.DENIED
         )

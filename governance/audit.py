@@ -485,8 +485,8 @@ def verify_chain(*, checkpoints_file: Path | None = None, chunk: int = 2000) -> 
     checkpoints. Names the first event that breaks."""
     seal_pending(blocking=True, full=True)
     checkpoints: dict[str, dict[int, dict[str, Any]]] = {}
-    for cp in read_checkpoints(checkpoints_file):
-        checkpoints.setdefault(cp["chain"], {})[cp["position"]] = cp
+    for signed in read_checkpoints(checkpoints_file):
+        checkpoints.setdefault(signed["chain"], {})[signed["position"]] = signed
     chains = list(AuditSeal.objects.values_list("chain", flat=True).distinct().order_by("chain"))
     total = 0
     first_break: ChainBreak | None = None

@@ -36,7 +36,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -215,6 +215,10 @@ def _begin(op: Operation) -> SideEffect:
             op, "side-effect-arguments-invalid", "The call's arguments cannot be recorded."
         ) from None
     try:
+        tenant_id = op.tenant_id
+        if tenant_id is None:
+            # What the row's NOT NULL tenant would raise, without the round trip.
+            raise IntegrityError("a side-effect row needs a tenant")
         # durable: the row must be committed before the call runs, so it may not ride in a
         # caller's transaction that could still roll back with the call.
         with transaction.atomic(durable=True):
@@ -222,7 +226,7 @@ def _begin(op: Operation) -> SideEffect:
                 row = (
                     SideEffect.objects.select_for_update()
                     .filter(
-                        tenant_id=op.tenant_id,
+                        tenant_id=tenant_id,
                         id=side_effect_id,
                         fingerprint=fingerprint,
                         status=SideEffect.Status.PENDING,
@@ -233,7 +237,7 @@ def _begin(op: Operation) -> SideEffect:
                     SideEffect.objects.filter(pk=row.pk).update(attempts=F("attempts") + 1)
                     return row
             return SideEffect.objects.create(
-                tenant_id=op.tenant_id,
+                tenant_id=tenant_id,
                 member_public_id=op.member_id,
                 operation=op.name,
                 effect=op.effect.value,
@@ -312,7 +316,9 @@ def run_write(op: Operation, func: Callable[..., T], *args: Any, **kwargs: Any) 
     return result
 
 
-def pending_side_effects(*, older_than: Any, tenant_id: uuid.UUID | None = None, batch: int = 100):  # type: ignore[no-untyped-def]
+def pending_side_effects(
+    *, older_than: Any, tenant_id: uuid.UUID | None = None, batch: int = 100
+) -> list[SideEffect]:
     """Pending rows started before `older_than` (a datetime), oldest first."""
     qs = SideEffect.objects.filter(status=SideEffect.Status.PENDING, started_at__lt=older_than)
     if tenant_id is not None:

@@ -75,10 +75,10 @@ class SurfaceClient(models.Model):
 class AppendOnlyQuerySet(models.QuerySet):
     """Ledger rows are never changed in bulk; the database triggers refuse it as well."""
 
-    def update(self, **kwargs):  # type: ignore[override]
+    def update(self, **kwargs):
         raise PermissionError(f"{self.model.__name__} is append-only")
 
-    def delete(self):  # type: ignore[override]
+    def delete(self):
         raise PermissionError(f"{self.model.__name__} is append-only")
 
 
@@ -88,13 +88,13 @@ class AppendOnlyModel(models.Model):
     class Meta:
         abstract = True
 
-    def save(self, *args, **kwargs):  # type: ignore[override]
+    def save(self, *args, **kwargs):
         if not self._state.adding:
             raise PermissionError(f"{type(self).__name__} is append-only")
         kwargs["force_insert"] = True
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):  # type: ignore[override]
+    def delete(self, *args, **kwargs):
         raise PermissionError(f"{type(self).__name__} is append-only")
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.db import connection, models
+from django.db.models import ForeignObjectRel
 
 M = TypeVar("M", bound=models.Model)
 
@@ -24,11 +25,17 @@ def cursor() -> Any:
     return kept() if kept is not None else connection.cursor()
 
 
+def _column(field: models.Field[Any, Any]) -> str:
+    # Concrete fields (and primary keys) always have a column; the stubs type `column` for
+    # every field, where it may be None.
+    return cast(str, field.column)
+
+
 @cache
 def _columns(model: type[models.Model]) -> tuple[str, tuple[str, ...]]:
     fields = model._meta.concrete_fields
     qn = connection.ops.quote_name
-    return ", ".join(qn(f.column) for f in fields), tuple(f.attname for f in fields)
+    return ", ".join(qn(_column(f)) for f in fields), tuple(f.attname for f in fields)
 
 
 @cache
@@ -79,7 +86,10 @@ def select(
 
 def prep(model: type[models.Model], field: str, value: Any) -> Any:
     """`value` as the database stores `model.field` (a UUID is text on SQLite)."""
-    return model._meta.get_field(field).get_db_prep_value(value, connection)
+    column = model._meta.get_field(field)
+    if isinstance(column, ForeignObjectRel):
+        raise TypeError(f"{model.__name__}.{field} is a reverse relation, not a column")
+    return column.get_db_prep_value(value, connection)
 
 
 def select_with_one(
@@ -98,7 +108,10 @@ def select_with_one(
     _, attnames = _columns(model)
     _, related_attnames = _columns(related)
     width = len(attnames)
-    cache_name = model._meta.get_field(accessor).cache_name
+    relation = model._meta.get_field(accessor)
+    if not isinstance(relation, ForeignObjectRel):
+        raise TypeError(f"{model.__name__}.{accessor} is not a reverse one-to-one")
+    cache_name = relation.cache_name
     out = []
     with cursor() as cur:
         cur.execute(sql, list(params))
@@ -118,9 +131,9 @@ def _joined_statement(
 ) -> str:
     qn = connection.ops.quote_name
     base, joined = model._meta.db_table, related._meta.db_table
-    own = ", ".join(f"{base}.{qn(f.column)}" for f in model._meta.concrete_fields)
-    theirs = ", ".join(f"{joined}.{qn(f.column)}" for f in related._meta.concrete_fields)
-    link = f"{joined}.{qn(related._meta.pk.column)} = {base}.{qn(model._meta.pk.column)}"
+    own = ", ".join(f"{base}.{qn(_column(f))}" for f in model._meta.concrete_fields)
+    theirs = ", ".join(f"{joined}.{qn(_column(f))}" for f in related._meta.concrete_fields)
+    link = f"{joined}.{qn(_column(related._meta.pk))} = {base}.{qn(_column(model._meta.pk))}"
     return (
         f"SELECT {own}, {theirs} FROM {base} LEFT JOIN {joined} ON {link} "  # noqa: S608
         f"WHERE {where} {suffix}"
@@ -144,7 +157,7 @@ def insert(model: type[models.Model], objs: Sequence[models.Model]) -> None:
     pk = model._meta.pk
     auto = len(fields) < len(model._meta.concrete_fields)
     if auto:
-        sql += f" RETURNING {connection.ops.quote_name(pk.column)}"
+        sql += f" RETURNING {connection.ops.quote_name(_column(pk))}"
     with cursor() as cur:
         cur.execute(sql, params)
         keys = [r[0] for r in cur.fetchall()] if auto else []
@@ -168,5 +181,5 @@ def _insert_fields(model: type[models.Model]) -> tuple[models.Field, ...]:
 @cache
 def _insert_statement(model: type[models.Model]) -> str:
     qn = connection.ops.quote_name
-    columns = ", ".join(qn(f.column) for f in _insert_fields(model))
+    columns = ", ".join(qn(_column(f)) for f in _insert_fields(model))
     return f"INSERT INTO {model._meta.db_table} ({columns}) VALUES "  # noqa: S608

@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from governance.audit import Actor
+from governance.models import SurfaceClient
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class SurfaceUser:
     is_staff = False
     is_superuser = False
 
-    def __init__(self, client) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, client: SurfaceClient) -> None:
         self.client = client
         self.pk = client.id
         self.principal = Principal(
@@ -49,7 +50,7 @@ class SurfaceUser:
         return False
 
 
-def principal_of(user) -> Principal:  # type: ignore[no-untyped-def]
+def principal_of(user) -> Principal:
     """The principal behind a request's user (a SurfaceUser or a Django user)."""
     if isinstance(user, SurfaceUser):
         return user.principal

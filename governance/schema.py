@@ -9,7 +9,7 @@ class SurfaceTokenScheme(OpenApiAuthenticationExtension):
     target_class = "governance.auth.SurfaceTokenAuthentication"
     name = "surfaceToken"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema):
         return {
             "type": "http",
             "scheme": "bearer",

@@ -21,6 +21,8 @@ def member_for(principal: Principal, user_id: uuid.UUID | str | None) -> User:
     if principal.kind == "member":
         if user_id is not None and str(user_id) != str(principal.id):
             raise NotFound("No such member.")
+        # A member principal comes from a user, and every user has a tenant.
+        assert principal.tenant_id is not None
         return User.objects.get(tenant_id=principal.tenant_id, public_id=principal.id)
     if principal.kind in {"surface", "system"} and user_id is not None:
         try:

@@ -19,10 +19,15 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.core.cache import DEFAULT_CACHE_ALIAS, caches
 from django.core.cache.backends.redis import RedisCache
 from rest_framework.throttling import SimpleRateThrottle
+
+if TYPE_CHECKING:  # rest_framework.views loads the auth classes, which load this module
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
 
 
 @dataclass(frozen=True)
@@ -83,28 +88,35 @@ class WindowRateThrottle(SimpleRateThrottle):
     """SimpleRateThrottle's rates and keys, counted by `_count` instead of a history list."""
 
     clock = staticmethod(time.time)
+    # Set by SimpleRateThrottle.__init__ from the rate (both None when there is no rate);
+    # the stubs do not declare them.
+    num_requests: int | None
+    duration: int | None
+    # The refused request's (current, previous, elapsed, duration, limit), for `wait`.
+    _refused: tuple[int, int, float, int, int] | None = None
 
-    def allow_request(self, request, view) -> bool:  # type: ignore[no-untyped-def]
-        if self.rate is None:
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        limit, duration = self.num_requests, self.duration
+        if self.rate is None or limit is None or duration is None:
             return True
         base = self.get_cache_key(request, view)
         if base is None:
             return True
-        duration = int(self.duration)
+        duration = int(duration)
         at = window_at(self.clock(), duration)
         key = f"{base}:w{at.index}"
         current, previous = _count(key, f"{base}:w{at.index - 1}", duration)
-        if estimate(current, previous, at.elapsed, duration) <= self.num_requests:
+        if estimate(current, previous, at.elapsed, duration) <= limit:
             self._refused = None
             return True
         # A refused request does not count: a client that keeps retrying is let in as soon
         # as the window allows, as with the history list.
         _uncount(key)
-        self._refused = (current, previous, at.elapsed, duration)
+        self._refused = (current, previous, at.elapsed, duration, limit)
         return False
 
     def wait(self) -> float | None:
-        refused = getattr(self, "_refused", None)
-        if refused is None:
+        if self._refused is None:
             return None
-        return retry_after(*refused, limit=self.num_requests)
+        current, previous, elapsed, duration, limit = self._refused
+        return retry_after(current, previous, elapsed, duration, limit=limit)

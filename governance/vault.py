@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from cryptography.fernet import InvalidToken
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance import pii
@@ -96,7 +97,7 @@ def _decrypt(row: VaultSecret) -> str:
         ) from None
 
 
-def _scoped(*, tenant: Tenant | None, owner: User | None):  # type: ignore[no-untyped-def]
+def _scoped(*, tenant: Tenant | None, owner: User | None) -> QuerySet[VaultSecret]:
     # filter(fk=None) is IS NULL: a tenant-wide secret never answers for a member and back.
     return VaultSecret.objects.filter(tenant=tenant, owner=owner)
 

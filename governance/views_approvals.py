@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from governance import approvals
 from governance.errors import IrisError, NotFound
 from governance.kernel_models import Approval
+from governance.models import User
 from governance.principal import principal_of
 
 # What the member reads after answering, by how the resumed call went.
@@ -32,9 +33,13 @@ RESUME_MESSAGES = {
 }
 
 
-def _member_only(request: HttpRequest) -> None:
-    if request.user.is_operator:
+def _member_only(request: HttpRequest) -> User:
+    user = request.user
+    # Behind login_required, so never the anonymous user.
+    assert isinstance(user, User)
+    if user.is_operator:
         raise PermissionDenied("Approvals are answered by the member they concern.")
+    return user
 
 
 def _next_url(request: HttpRequest) -> str:
@@ -49,8 +54,8 @@ def _next_url(request: HttpRequest) -> str:
 @login_required
 @require_GET
 def approvals_page(request: HttpRequest) -> HttpResponse:
-    _member_only(request)
-    pending = approvals.approvals_pending_for(member=request.user)
+    member = _member_only(request)
+    pending = approvals.approvals_pending_for(member=member)
     return render(
         request,
         "governance/approvals.html",

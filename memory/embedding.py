@@ -607,14 +607,18 @@ class Encoder:
         heads = int(config["num_attention_heads"])
         if hidden != DIMENSION:
             raise EmbeddingUnavailable(f"expected hidden size {DIMENSION}, model has {hidden}")
-        common = {
-            "directory": directory,
-            "tokenizer": tokenizer,
-            "query_threads": query_threads,
-            "batch_threads": batch_threads,
-            "cache_size": cache_size,
-            "batch_size": batch_size,
-        }
+
+        def encoder(runner: Any) -> Encoder:
+            return cls(
+                backend=runner,
+                directory=directory,
+                tokenizer=tokenizer,
+                query_threads=query_threads,
+                batch_threads=batch_threads,
+                cache_size=cache_size,
+                batch_size=batch_size,
+            )
+
         if backend_name != "numpy":
             try:
                 from memory import embedding_onnx
@@ -633,7 +637,7 @@ class Encoder:
                     name=backend_name,
                     per_text=backend_name == "onnx-int8",
                 )
-                return cls(backend=runner, **common)
+                return encoder(runner)
             except Exception as exc:  # a broken onnxruntime install, an unsupported op
                 if backend or os.environ.get(BACKEND_ENV):
                     raise EmbeddingUnavailable(f"embedding backend {backend_name}: {exc}") from exc
@@ -686,14 +690,15 @@ class Encoder:
         position = np.ascontiguousarray(
             position + get("embeddings.token_type_embeddings.weight")[0]
         )
-        runner = _NumpyBackend(
-            word_embeddings=get("embeddings.word_embeddings.weight"),
-            position_embeddings=position,
-            embedding_ln=(get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias")),
-            layers=layers,
-            heads=heads,
+        return encoder(
+            _NumpyBackend(
+                word_embeddings=get("embeddings.word_embeddings.weight"),
+                position_embeddings=position,
+                embedding_ln=(get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias")),
+                layers=layers,
+                heads=heads,
+            )
         )
-        return cls(backend=runner, **common)
 
     def _ids(self, text: str) -> list[int]:
         return self._tokenizer.encode(text).ids

@@ -30,6 +30,7 @@ only inside `Encoder.load`.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
+from typing import Any
 
 import numpy as np
 import onnx
@@ -123,7 +124,7 @@ def build_model(
         inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def node(op: str, inputs: list[str], output: str, domain: str = "", **attrs: object) -> str:
+    def node(op: str, inputs: list[str], output: str, domain: str = "", **attrs: Any) -> str:
         nodes.append(helper.make_node(op, inputs, [output], name=output, domain=domain, **attrs))
         return output
 

@@ -9,7 +9,7 @@ reaches past the services.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import models
@@ -81,7 +81,9 @@ class RecallTermsField(models.TextField):
     and `bulk_create` alike); revisions are immutable, so it never goes stale."""
 
     def pre_save(self, model_instance: models.Model, add: bool) -> str:
-        value = recall_term_keys(model_instance.member_id, model_instance.body)  # type: ignore[attr-defined]
+        # The field is declared on MemoryEntry only.
+        entry = cast("MemoryEntry", model_instance)
+        value = recall_term_keys(entry.member_id, entry.body)
         setattr(model_instance, self.attname, value)
         return value
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from consent.enums import CATEGORY_CONSENT_PREFIX, SENSITIVE_CATEGORIES, Category
 from governance.envelope import wrap_external
@@ -352,7 +352,8 @@ def score_without_semantic(candidate: Candidate, now: datetime) -> float:
     return (
         _W_RECENCY * recency(candidate, now)
         + _W_REFERENCES * references
-        + _W_ORIGIN * ORIGIN_WEIGHTS[candidate.origin]
+        # An Origin hashes and compares as its value, so a plain origin string finds it.
+        + _W_ORIGIN * ORIGIN_WEIGHTS[cast(Origin, candidate.origin)]
     )
 
 

@@ -320,15 +320,23 @@ class _Decoder:
             return value
         return self._datetime(value, None, connection)
 
+    def required_moment(self, value: Any) -> datetime:
+        """`moment` of a column that is never NULL (or, as suppression's start, never NULL
+        where it is read: the `memory_suppression_whole` constraint)."""
+        moment = self.moment(value)
+        assert moment is not None
+        return moment
+
     def candidate(self, row: Sequence[Any]) -> recall.Candidate:
         moment = self.moment
+        required_moment = self.required_moment
         raw_chain = row[16]
         links = () if raw_chain in ("[]", []) else _chain(raw_chain)
         suppression = None
         if row[9]:
             suppression = recall.Suppression(
                 reason=row[9],
-                started_at=moment(row[10]),  # type: ignore[arg-type]
+                started_at=required_moment(row[10]),
                 ends_at=moment(row[11]),
                 notes=row[12],
             )
@@ -354,8 +362,8 @@ class _Decoder:
             provenance_chain=links,
             reference_count=row[17],
             last_referenced_at=moment(row[18]),
-            created_at=moment(row[19]),  # type: ignore[arg-type]
-            updated_at=moment(row[20]),  # type: ignore[arg-type]
+            created_at=required_moment(row[19]),
+            updated_at=required_moment(row[20]),
             revision=row[21],
             external=recall.is_external(origin, links),
         )
@@ -618,8 +626,12 @@ def _fast_resolve(
     bm25 = effective in ("lexical", "hybrid")
     gates = _gates_sql(request, member=member, adapter_scopes=adapter_scopes)
     if gates is None:
-        corpus = CorpusStats(0, 0.0, {}) if bm25 else None
-        return FastRecall(result=recall.resolve([], request), examined=0, rounds=1, corpus=corpus)
+        return FastRecall(
+            result=recall.resolve([], request),
+            examined=0,
+            rounds=1,
+            corpus=CorpusStats(0, 0.0, {}) if bm25 else None,
+        )
 
     decoder = _Decoder(tenant_id=str(request.tenant_id), user_id=str(member.public_id))
     fetched: dict[str, recall.Candidate] = {}
@@ -654,9 +666,9 @@ def _fast_resolve(
         # also keys the tokens, migration 0006), plus the non-ASCII bodies.
         qtokens = recall.tokens(request.query)
         if qtokens:
-            wanted = [_term_key(member, "")]
-            wanted += [_term_key(member, JACCARD_MARK + t) for t in sorted(qtokens)]
-            whole = (_ANY_KEY_SQL, [wanted])
+            token_keys = [_term_key(member, "")]
+            token_keys += [_term_key(member, JACCARD_MARK + t) for t in sorted(qtokens)]
+            whole = (_ANY_KEY_SQL, [token_keys])
     else:
         whole = _match_sql(request.query, effective)
         if bm25:
@@ -702,8 +714,8 @@ def _fast_resolve(
         if mine:
             # The arm's order is anchor descending, then entry id: its last row is the
             # least in that order (UNION ALL does not promise to keep the arm's order).
-            anchors = [decoder.moment(r[_ANCHOR_AT]) for r in mine]
-            oldest = min(anchors)  # type: ignore[type-var]
+            anchors = [decoder.required_moment(r[_ANCHOR_AT]) for r in mine]
+            oldest = min(anchors)
             least = max(
                 (r for r, a in zip(mine, anchors, strict=True) if a == oldest), key=lambda r: r[0]
             )
@@ -884,6 +896,12 @@ def _choose_access(stream: _Stream, gated_rows: int) -> None:
         stream.where, stream.params = _TERM_SQL, [stream.key]
 
 
+def _started_anchor(stream: _Stream) -> datetime:
+    # Only for streams that have read a row, so have an anchor.
+    assert stream.anchor is not None
+    return stream.anchor
+
+
 def _violated(
     streams: list[_Stream],
     kth: float,
@@ -911,7 +929,7 @@ def _violated(
         s.weight = _weight(s, corpus, qterms)
     unstarted = sorted((s for s in live if s.anchor is None), key=lambda s: (-s.rows, s.tag))
     started = [s for s in live if s.anchor is not None]
-    started.sort(key=lambda s: s.anchor, reverse=True)  # type: ignore[arg-type,return-value]
+    started.sort(key=_started_anchor, reverse=True)
     live = unstarted + started
     grow: dict[int, _Stream] = {}
     share = 0.0

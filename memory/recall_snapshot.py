@@ -41,7 +41,7 @@ import time
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from django.conf import settings
@@ -52,6 +52,9 @@ from governance import plainsql
 from memory import embedding, recall, recall_db, semantic
 from memory.lexical import CorpusStats, query_terms, terms
 from memory.recall_models import MemoryEmbedding
+
+if TYPE_CHECKING:
+    from django.db.backends.sqlite3.operations import DatabaseOperations as SQLiteOperations
 
 _TABLE = recall_db._TABLE
 _CHANGES = "memory_recallchange"
@@ -88,7 +91,10 @@ def _seconds(value: Any) -> float | None:
     """A moment as epoch seconds: PostgreSQL sends them so, SQLite sends stored text."""
     if value is None or isinstance(value, float):
         return value
-    moment = connection.ops.convert_datetimefield_value(value, None, connection)
+    # Not a float, so SQLite's stored text: only SQLite's operations are asked to convert it.
+    ops = cast("SQLiteOperations", connection.ops)
+    moment = ops.convert_datetimefield_value(value, None, connection)
+    assert moment is not None  # converted from a value that is not None
     return moment.timestamp()
 
 
@@ -265,8 +271,10 @@ class Snapshot:
                 self.vectors[new] = vectors[at]
             self.has_vector[new] = has_vector[at]
             self.entry_ids.append(entry_ids[at])
-            self.revisions.append(revisions[at])
-            self.slot[revisions[at]] = new  # type: ignore[index]
+            revision = revisions[at]
+            assert revision is not None  # `drop` clears a slot's revision and its live flag
+            self.revisions.append(revision)
+            self.slot[revision] = new
             held = words[at] or ()
             self.words.append(held)
             for word in held:
@@ -381,14 +389,14 @@ class Snapshot:
                     cosine[have] = np.maximum(found[gated[have]], 0.0)
                 value = w * value + (1.0 - w) * cosine
         else:
-            q = recall.tokens(request.query)
+            qtokens = recall.tokens(request.query)
             shared = np.zeros(len(gated))
-            for t in q:
+            for t in qtokens:
                 slots, _ = self.posting(t)
                 at = place[slots] if len(slots) else slots
                 shared[at[at >= 0]] += 1.0
             sizes = self.floats["length"][gated]
-            union = len(q) + sizes - shared
+            union = len(qtokens) + sizes - shared
             value = np.divide(shared, union, out=np.zeros(len(gated)), where=shared > 0)
         return static + recall.WEIGHTS["semantic"] * np.minimum(value, 1.0)
 

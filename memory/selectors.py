@@ -281,9 +281,11 @@ def candidate_of(entry: MemoryEntry, *, user_id: str) -> recall.Candidate:
     )
     suppression = None
     if entry.suppression_reason:
+        # A suppression has its start (the `memory_suppression_whole` constraint).
+        assert entry.suppression_started_at is not None
         suppression = recall.Suppression(
             reason=entry.suppression_reason,
-            started_at=entry.suppression_started_at,  # type: ignore[arg-type]
+            started_at=entry.suppression_started_at,
             ends_at=entry.suppression_ends_at,
             notes=entry.suppression_notes,
         )

@@ -35,7 +35,7 @@ def need_service(available: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
+def pytest_collection_modifyitems(config, items):
     # Tests that need a service carry its marker, so a run can select or deselect them.
     for item in items:
         for fixture, marker in (
@@ -72,7 +72,7 @@ def _ledger_flush_allowed():
     ops_class = type(connection.ops)
     original = ops_class.execute_sql_flush
 
-    def flush(self, sql_list):  # type: ignore[no-untyped-def]
+    def flush(self, sql_list):
         tables = dict(append_only.LEDGER_TABLES)
         for table in tables:
             append_only.uninstall(self.connection, table)
@@ -88,12 +88,12 @@ def _ledger_flush_allowed():
 
 
 @pytest.fixture(autouse=True)
-def _checkpoints_in_tmp(tmp_path, settings):  # type: ignore[no-untyped-def]
+def _checkpoints_in_tmp(tmp_path, settings):
     settings.IRIS_AUDIT_CHECKPOINT_PATH = tmp_path / "audit-checkpoints.jsonl"
 
 
 @pytest.fixture(autouse=True)
-def _no_recall_snapshots_between_tests():  # type: ignore[no-untyped-def]
+def _no_recall_snapshots_between_tests():
     # A worker's member snapshots (memory.recall_snapshot) belong to one test's data.
     from memory import recall_snapshot
 
@@ -104,20 +104,20 @@ def _no_recall_snapshots_between_tests():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def tenant(db):  # type: ignore[no-untyped-def]
+def tenant(db):
     from governance.services import tenant_create
 
     return tenant_create(actor=SYSTEM, slug="acme", name="Acme")
 
 
 @pytest.fixture
-def other_tenant(db):  # type: ignore[no-untyped-def]
+def other_tenant(db):
     from governance.services import tenant_create
 
     return tenant_create(actor=SYSTEM, slug="globex", name="Globex")
 
 
-def _user(tenant, username: str, role: str = "member"):  # type: ignore[no-untyped-def]
+def _user(tenant, username: str, role: str = "member"):
     from governance.services import user_create
 
     return user_create(
@@ -126,37 +126,37 @@ def _user(tenant, username: str, role: str = "member"):  # type: ignore[no-untyp
 
 
 @pytest.fixture
-def member(tenant):  # type: ignore[no-untyped-def]
+def member(tenant):
     return _user(tenant, "ada")
 
 
 @pytest.fixture
-def other_member(tenant):  # type: ignore[no-untyped-def]
+def other_member(tenant):
     return _user(tenant, "grace")
 
 
 @pytest.fixture
-def foreign_member(other_tenant):  # type: ignore[no-untyped-def]
+def foreign_member(other_tenant):
     return _user(other_tenant, "linus")
 
 
 @pytest.fixture
-def make_operator(tenant):  # type: ignore[no-untyped-def]
-    def make(role: str, of_tenant=None):  # type: ignore[no-untyped-def]
+def make_operator(tenant):
+    def make(role: str, of_tenant=None):
         return _user(of_tenant or tenant, f"op-{role}-{(of_tenant or tenant).slug}", role)
 
     return make
 
 
 @pytest.fixture
-def surface_token(tenant) -> str:  # type: ignore[no-untyped-def]
+def surface_token(tenant) -> str:
     from governance.services import surface_client_create
 
     return surface_client_create(actor=SYSTEM, tenant=tenant, surface="assistant").token
 
 
 @pytest.fixture
-def foreign_surface_token(other_tenant) -> str:  # type: ignore[no-untyped-def]
+def foreign_surface_token(other_tenant) -> str:
     from governance.services import surface_client_create
 
     return surface_client_create(actor=SYSTEM, tenant=other_tenant, surface="assistant").token
@@ -168,14 +168,14 @@ def api() -> APIClient:
 
 
 @pytest.fixture
-def surface_api(surface_token) -> APIClient:  # type: ignore[no-untyped-def]
+def surface_api(surface_token) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {surface_token}")
     return client
 
 
 @pytest.fixture
-def member_api(member) -> APIClient:  # type: ignore[no-untyped-def]
+def member_api(member) -> APIClient:
     client = APIClient()
     client.force_login(member)
     return client

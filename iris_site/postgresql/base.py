@@ -58,6 +58,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
 
 class _KeptCursor(CursorWrapper):
-    def __exit__(self, type, value, traceback) -> None:  # type: ignore[no-untyped-def]
+    def __exit__(self, type, value, traceback) -> None:
         # Left open for the next statement; its rows are dropped by the next execute.
         return None

@@ -12,7 +12,7 @@ from tests.memory.helpers import as_member, draft, grant_storage
 
 
 @pytest.fixture
-def world(member) -> World:  # type: ignore[no-untyped-def]
+def world(member) -> World:
     grant_storage(member)
     entry = memory_write(
         principal=as_member(member), member=member, draft=draft(member, "My home city is Berlin")
@@ -24,7 +24,7 @@ def world(member) -> World:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def raw_surface(surface_token) -> APIClient:  # type: ignore[no-untyped-def]
+def raw_surface(surface_token) -> APIClient:
     """A surface client that answers a server error with its 500 (as gunicorn would)
     instead of raising it into the test."""
     client = APIClient(raise_request_exception=False)

@@ -34,7 +34,7 @@ def send(
     *,
     raw: str | None = None,
     key: str | None = None,
-):  # type: ignore[no-untyped-def]
+):
     """`body` as JSON text (json.dumps escapes a lone surrogate as `\\ud800`), or `raw`."""
     headers = {"Idempotency-Key": key} if key else {}
     if method in {"get", "delete"} and raw is None and body is not None:
@@ -51,7 +51,7 @@ def snapshot() -> tuple[int, int]:
     )
 
 
-def problem_fields(response) -> set[str]:  # type: ignore[no-untyped-def]
+def problem_fields(response) -> set[str]:
     return {e.get("field") for e in response.json().get("errors", [])}
 
 

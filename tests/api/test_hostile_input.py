@@ -321,7 +321,7 @@ def spoils(draw: st.DrawFn, base: dict[str, Any], in_query: bool) -> Spoil:
     return Spoil(path, draw(st.text(max_size=20)), None, False, kind)
 
 
-def _request(client: APIClient, op: Op, w: World, spoil: Spoil, key: str, depth: int):  # type: ignore[no-untyped-def]
+def _request(client: APIClient, op: Op, w: World, spoil: Spoil, key: str, depth: int):
     body = op.body(w)
     if spoil.new_key is not None:
         _get(body, spoil.path)[spoil.new_key] = spoil.value
@@ -343,7 +343,7 @@ def _open_reservations() -> int:
 
 
 @pytest.fixture
-def clients(surface_token, member):  # type: ignore[no-untyped-def]
+def clients(surface_token, member):
     surface = APIClient(raise_request_exception=False)
     surface.credentials(HTTP_AUTHORIZATION=f"Bearer {surface_token}")
     own = APIClient(raise_request_exception=False)
@@ -359,7 +359,7 @@ def clients(surface_token, member):  # type: ignore[no-untyped-def]
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_hostile_input_is_a_clean_4xx(op: Op, world: World, clients, data) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_input_is_a_clean_4xx(op: Op, world: World, clients, data) -> None:
     surface, own = clients
     spoil = data.draw(spoils(op.body(world), op.in_query), label="spoil")
     depth = data.draw(st.integers(min_value=17, max_value=3000), label="depth")

@@ -137,7 +137,7 @@ def _url(w: World, path: str) -> str:
 )
 def test_bad_input_is_400_naming_the_field_with_nothing_written(
     raw_surface, world, name, method, path, body, field
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     before = snapshot()
     memories = MemoryEntry.objects.count()
     response = send(raw_surface, method, _url(world, path), body(world), key=f"k-{name}")
@@ -151,7 +151,7 @@ def test_bad_input_is_400_naming_the_field_with_nothing_written(
 
 
 @pytest.mark.parametrize("ends_at", [EDGE_LATE, EDGE_EARLY])
-def test_pause_until_the_calendars_edge_is_400(raw_surface, world, ends_at) -> None:  # type: ignore[no-untyped-def]
+def test_pause_until_the_calendars_edge_is_400(raw_surface, world, ends_at) -> None:
     before = snapshot()
     response = send(
         raw_surface,
@@ -165,7 +165,7 @@ def test_pause_until_the_calendars_edge_is_400(raw_surface, world, ends_at) -> N
     assert snapshot() == (before[0], 0)
 
 
-def test_a_crafted_list_cursor_at_the_calendars_edge_is_400(raw_surface, world) -> None:  # type: ignore[no-untyped-def]
+def test_a_crafted_list_cursor_at_the_calendars_edge_is_400(raw_surface, world) -> None:
     raw = f"{EDGE_LATE}|{uuid.uuid4()}".encode()
     cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
     response = raw_surface.get("/api/v1/memories", {"userId": world.user_id, "cursor": cursor})
@@ -173,7 +173,7 @@ def test_a_crafted_list_cursor_at_the_calendars_edge_is_400(raw_surface, world) 
     assert problem_fields(response) == {"cursor"}
 
 
-def test_nul_in_a_query_string_is_400(raw_surface, world) -> None:  # type: ignore[no-untyped-def]
+def test_nul_in_a_query_string_is_400(raw_surface, world) -> None:
     before = snapshot()
     response = raw_surface.delete(f"/api/v1/off-the-record?userId={world.user_id}&sessionId=s%00")
     assert response.status_code == 400, response.content
@@ -183,7 +183,7 @@ def test_nul_in_a_query_string_is_400(raw_surface, world) -> None:  # type: igno
 
 
 @pytest.mark.parametrize("depth", [40, 1000, 100_000])
-def test_json_nested_deep_is_400(raw_surface, world, depth) -> None:  # type: ignore[no-untyped-def]
+def test_json_nested_deep_is_400(raw_surface, world, depth) -> None:
     deep = "[" * depth + "]" * depth
     raw = json.dumps(write(world)).replace('"I like jazz"', deep)
     before = snapshot()
@@ -194,14 +194,14 @@ def test_json_nested_deep_is_400(raw_surface, world, depth) -> None:  # type: ig
     assert snapshot() == (before[0], 0)
 
 
-def test_a_key_sent_twice_is_400(raw_surface, world) -> None:  # type: ignore[no-untyped-def]
+def test_a_key_sent_twice_is_400(raw_surface, world) -> None:
     raw = json.dumps(write(world))[:-1] + ', "category": "preference"}'
     response = send(raw_surface, "post", "/api/v1/memories", raw=raw)
     assert response.status_code == 400
     assert response.json()["errors"][0]["rule"] == "duplicate-field"
 
 
-def test_an_unknown_choice_is_not_echoed(raw_surface, world) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_choice_is_not_echoed(raw_surface, world) -> None:
     response = send(raw_surface, "post", "/api/v1/recall", recall(world, context="<script>"))
     assert response.status_code == 400
     assert "<script>" not in response.content.decode()
@@ -217,7 +217,7 @@ def _allows() -> int:
 
 def test_pause_that_fails_commits_no_allow_and_releases_the_key(
     raw_surface, world, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from memory import services
 
     def broken(**kwargs: Any) -> None:
@@ -241,7 +241,7 @@ def test_pause_that_fails_commits_no_allow_and_releases_the_key(
 
 def test_continuation_write_that_fails_commits_no_allow_and_releases_the_key(
     raw_surface, world, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from memory.continuity import services
 
     def broken(*args: Any) -> None:
@@ -265,7 +265,7 @@ def _die_after_reserving(key: str, *, age: timedelta) -> None:
     )
 
 
-def test_a_dead_workers_reservation_is_retryable_after_the_lease(raw_surface, world) -> None:  # type: ignore[no-untyped-def]
+def test_a_dead_workers_reservation_is_retryable_after_the_lease(raw_surface, world) -> None:
     url = f"/api/v1/memories/{world.entry_id}/pause"
     body = {"userId": world.user_id}
     assert send(raw_surface, "post", url, body, key="dead-1").status_code == 200
@@ -279,7 +279,7 @@ def test_a_dead_workers_reservation_is_retryable_after_the_lease(raw_surface, wo
     assert replay["Idempotent-Replayed"] == "true"
 
 
-def test_a_live_reservation_is_still_409(raw_surface, world) -> None:  # type: ignore[no-untyped-def]
+def test_a_live_reservation_is_still_409(raw_surface, world) -> None:
     url = f"/api/v1/memories/{world.entry_id}/pause"
     body = {"userId": world.user_id}
     assert send(raw_surface, "post", url, body, key="live-1").status_code == 200
@@ -289,7 +289,7 @@ def test_a_live_reservation_is_still_409(raw_surface, world) -> None:  # type: i
     assert again.json()["code"] == "idempotency-in-progress"
 
 
-def test_a_stale_reservation_with_another_body_is_still_422(raw_surface, world) -> None:  # type: ignore[no-untyped-def]
+def test_a_stale_reservation_with_another_body_is_still_422(raw_surface, world) -> None:
     url = f"/api/v1/memories/{world.entry_id}/pause"
     assert send(raw_surface, "post", url, {"userId": world.user_id}, key="k9").status_code == 200
     _die_after_reserving("k9", age=timedelta(minutes=10))
@@ -325,7 +325,7 @@ def test_a_stale_reservation_with_another_body_is_still_422(raw_surface, world) 
     ],
     ids=["write", "write-nested", "write-list-item", "recall", "consent", "pause"],
 )
-def test_an_unknown_field_is_400_naming_it(raw_surface, world, path, body) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_field_is_400_naming_it(raw_surface, world, path, body) -> None:
     before = snapshot()
     response = send(raw_surface, "post", _url(world, path), body(world))
     assert response.status_code == 400, response.content
@@ -342,7 +342,7 @@ def test_an_unknown_field_is_400_naming_it(raw_surface, world, path, body) -> No
     assert snapshot() == before
 
 
-def test_an_unknown_field_that_is_not_a_name_is_not_echoed(raw_surface, world) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_field_that_is_not_a_name_is_not_echoed(raw_surface, world) -> None:
     response = send(raw_surface, "post", "/api/v1/memories", write(world, **{"a b<c>": 1}))
     assert response.status_code == 400
     assert "a b<c>" not in response.content.decode()
@@ -379,7 +379,7 @@ def test_an_unknown_field_that_is_not_a_name_is_not_echoed(raw_surface, world) -
         "nested-bool",
     ],
 )
-def test_values_must_have_their_json_type(raw_surface, world, path, body, field) -> None:  # type: ignore[no-untyped-def]
+def test_values_must_have_their_json_type(raw_surface, world, path, body, field) -> None:
     before = snapshot()
     response = send(raw_surface, "post", _url(world, path), body(world))
     assert response.status_code == 400, response.content
@@ -387,6 +387,6 @@ def test_values_must_have_their_json_type(raw_surface, world, path, body, field)
     assert snapshot() == before
 
 
-def test_crisis_frame_true_still_works(raw_surface, world) -> None:  # type: ignore[no-untyped-def]
+def test_crisis_frame_true_still_works(raw_surface, world) -> None:
     response = send(raw_surface, "post", "/api/v1/recall", recall(world, crisisFrame=True))
     assert response.status_code == 200, response.content

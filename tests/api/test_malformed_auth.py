@@ -105,7 +105,7 @@ def test_another_scheme_over_the_api_is_401_not_500() -> None:
     assert response["Content-Type"] == PROBLEM
 
 
-def test_a_real_token_still_authenticates(surface_token: str, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_real_token_still_authenticates(surface_token: str, member) -> None:
     client = APIClient()
     response = client.get(
         "/api/v1/consents/active",

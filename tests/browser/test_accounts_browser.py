@@ -20,7 +20,7 @@ def code(secret_text: str, steps_ahead: int = 0) -> str:
 
 
 @pytest.fixture
-def operator(make_operator):  # type: ignore[no-untyped-def]
+def operator(make_operator):
     return make_operator("support")
 
 

@@ -67,7 +67,7 @@ def _resume(call: Resume) -> Any:
 
 
 @pytest.fixture
-def held(member, surface_token, monkeypatch) -> Approval:  # type: ignore[no-untyped-def]
+def held(member, surface_token, monkeypatch) -> Approval:
     monkeypatch.setattr(operations, "_RESUMABLE", {})
     register_resumable(
         "memory.clear_all", _resume, action="clear everything Iris remembers about you"
@@ -83,7 +83,7 @@ def cleared() -> int:
     return AuditEvent.objects.filter(action=CLEARED).count()
 
 
-def test_member_sees_and_approves_an_approval_card(page: Page, login, axe_check, held) -> None:  # type: ignore[no-untyped-def]
+def test_member_sees_and_approves_an_approval_card(page: Page, login, axe_check, held) -> None:
     login(page, "ada", "pw-ada", next_path="/approvals/")
     expect(page.get_by_role("heading", level=1)).to_have_text("Approvals")
     card = page.get_by_role("article", name="A change that cannot be undone")
@@ -102,7 +102,7 @@ def test_member_sees_and_approves_an_approval_card(page: Page, login, axe_check,
     assert held.status == "completed" and cleared() == 1
 
 
-def test_member_denies_with_the_keyboard(page: Page, login, held) -> None:  # type: ignore[no-untyped-def]
+def test_member_denies_with_the_keyboard(page: Page, login, held) -> None:
     login(page, "ada", "pw-ada", next_path="/approvals/")
     deny = page.get_by_role("button", name="Deny")
     deny.focus()

@@ -23,7 +23,7 @@ def tab_to(page: Page, text: str, *, max_tabs: int = 80) -> int:
 
 def test_member_grants_and_revokes_a_sensitive_category_with_the_keyboard(
     page: Page, live_server, member, login, axe_check
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     login(page, "ada", "pw-ada", next_path="/consent/")
     expect(page.get_by_role("heading", level=1)).to_have_text("Consent")
     axe_check(page)
@@ -65,7 +65,7 @@ def test_member_grants_and_revokes_a_sensitive_category_with_the_keyboard(
     axe_check(page)
 
 
-def test_the_terms_open_from_the_keyboard(page: Page, member, login) -> None:  # type: ignore[no-untyped-def]
+def test_the_terms_open_from_the_keyboard(page: Page, member, login) -> None:
     login(page, "ada", "pw-ada", next_path="/consent/")
     tab_to(page, "Read the terms you agree to (version 2025-09)")
     page.keyboard.press("Enter")

@@ -15,7 +15,7 @@ FOCUSED_TEXT = "document.activeElement ? document.activeElement.textContent.trim
 FOCUSED_ID = "document.activeElement ? document.activeElement.id : ''"
 
 
-def tab_until(page: Page, test, what: str, *, max_tabs: int = 80) -> None:  # type: ignore[no-untyped-def]
+def tab_until(page: Page, test, what: str, *, max_tabs: int = 80) -> None:
     for _ in range(max_tabs):
         page.keyboard.press("Tab")
         if test():
@@ -33,7 +33,7 @@ def tab_to_id(page: Page, element_id: str) -> None:
 
 def test_member_edits_and_forgets_a_memory_with_the_keyboard(
     page: Page, live_server, member, login, axe_check
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     grant_storage(member)
     entry = memory_write(
         principal=as_member(member), member=member, draft=draft(member, "I live in Lyon")

@@ -65,7 +65,7 @@ def _expected(kind: str, method: str, offset: timedelta) -> str | None:
 @pytest.mark.parametrize("when", WHEN)
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_capture_table_over_caller_method_and_date(kind, method, when) -> None:  # type: ignore[no-untyped-def]
+def test_the_capture_table_over_caller_method_and_date(kind, method, when) -> None:
     refusal = capture_refusal(
         caller_kind=kind,
         roles={"support"} if kind == "operator" else set(),
@@ -87,7 +87,7 @@ def test_the_capture_table_over_caller_method_and_date(kind, method, when) -> No
         (set(), "capture-role-not-allowed"),
     ],
 )
-def test_only_support_and_legal_operators_record_witnessed_consent(roles, rule) -> None:  # type: ignore[no-untyped-def]
+def test_only_support_and_legal_operators_record_witnessed_consent(roles, rule) -> None:
     refusal = capture_refusal(
         caller_kind="operator",
         roles=roles,
@@ -129,7 +129,7 @@ def test_an_unknown_caller_kind_records_nothing() -> None:
 URL = "/api/v1/consents"
 
 
-def _sensitive(member, **overrides):  # type: ignore[no-untyped-def]
+def _sensitive(member, **overrides):
     data = {
         "userId": str(member.public_id),
         "type": "category:mental_health",
@@ -168,7 +168,7 @@ def _denies(rule: str) -> int:
 )
 def test_a_surface_cannot_record_what_the_member_did_not_just_do_in_it(
     surface_api: APIClient, member, overrides, field, rule
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     response = surface_api.post(URL, _sensitive(member, **overrides), format="json")
     assert response.status_code == 403, response.json()
     assert response["Content-Type"] == "application/problem+json"
@@ -181,7 +181,7 @@ def test_a_surface_cannot_record_what_the_member_did_not_just_do_in_it(
 
 
 @pytest.mark.django_db
-def test_a_surface_records_an_inline_prompt_at_about_now(surface_api: APIClient, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_records_an_inline_prompt_at_about_now(surface_api: APIClient, member) -> None:
     response = surface_api.post(URL, _sensitive(member), format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["captureMethod"] == "inline-prompt"
@@ -190,7 +190,7 @@ def test_a_surface_records_an_inline_prompt_at_about_now(surface_api: APIClient,
 @pytest.mark.django_db
 def test_a_member_session_may_use_a_setting_but_not_backdate_it(
     member_api: APIClient, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ok = member_api.post(URL, _sensitive(member, captureMethod="settings-toggle"), format="json")
     assert ok.status_code == 201, ok.json()
     late = member_api.post(
@@ -208,13 +208,13 @@ def test_a_member_session_may_use_a_setting_but_not_backdate_it(
     assert ConsentEvent.objects.count() == 1
 
 
-def _as(operator, roles):  # type: ignore[no-untyped-def]
+def _as(operator, roles):
     return Principal(
         kind="operator", id=operator.public_id, tenant_id=operator.tenant_id, roles=roles
     )
 
 
-def _record(principal, member, **extra):  # type: ignore[no-untyped-def]
+def _record(principal, member, **extra):
     fields = {
         "principal": principal,
         "member": member,
@@ -230,14 +230,14 @@ def _record(principal, member, **extra):  # type: ignore[no-untyped-def]
 @pytest.mark.django_db
 def test_an_operator_records_what_it_witnessed_and_is_named_the_witness(
     member, make_operator
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     operator = make_operator("support")
     row = _record(_as(operator, frozenset({"support"})), member)
     assert row.body.witness == str(operator.public_id)
 
 
 @pytest.mark.django_db
-def test_an_operator_cannot_name_someone_else_as_witness(member, make_operator) -> None:  # type: ignore[no-untyped-def]
+def test_an_operator_cannot_name_someone_else_as_witness(member, make_operator) -> None:
     operator = make_operator("support")
     with pytest.raises(Denied) as raised:
         _record(_as(operator, frozenset({"support"})), member, witness="Dr. Made Up")
@@ -247,7 +247,7 @@ def test_an_operator_cannot_name_someone_else_as_witness(member, make_operator) 
 
 
 @pytest.mark.django_db
-def test_only_iris_imports_consent_from_a_data_rights_request(member) -> None:  # type: ignore[no-untyped-def]
+def test_only_iris_imports_consent_from_a_data_rights_request(member) -> None:
     old = datetime(2001, 1, 1, tzinfo=UTC)
     system = Principal.system("dsar", member.tenant_id)
     row = _record(system, member, capture_method=CaptureMethod.DSAR_IMPORT, occurred_at=old)

@@ -21,7 +21,7 @@ ACTIVE = "/api/v1/consents/active"
 PROBLEM = "application/problem+json"
 
 
-def body(member, **overrides):  # type: ignore[no-untyped-def]
+def body(member, **overrides):
     data = {
         "userId": str(member.public_id),
         "type": "data_processing",
@@ -33,11 +33,11 @@ def body(member, **overrides):  # type: ignore[no-untyped-def]
     return {k: v for k, v in data.items() if v is not None}
 
 
-def sensitive(member, category: str = "medical", **overrides):  # type: ignore[no-untyped-def]
+def sensitive(member, category: str = "medical", **overrides):
     return body(member, type=f"category:{category}", legalBasis="explicit_consent", **overrides)
 
 
-def post(client: APIClient, data, **headers):  # type: ignore[no-untyped-def]
+def post(client: APIClient, data, **headers):
     return client.post(URL, data, format="json", headers=headers)
 
 
@@ -49,14 +49,14 @@ def consent_writes() -> int:
 
 
 @pytest.fixture
-def operator_api(make_operator) -> APIClient:  # type: ignore[no-untyped-def]
+def operator_api(make_operator) -> APIClient:
     client = APIClient()
     client.force_login(make_operator("support"))
     return client
 
 
 @pytest.fixture
-def foreign_surface_api(foreign_surface_token) -> APIClient:  # type: ignore[no-untyped-def]
+def foreign_surface_api(foreign_surface_token) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {foreign_surface_token}")
     return client
@@ -65,7 +65,7 @@ def foreign_surface_api(foreign_surface_token) -> APIClient:  # type: ignore[no-
 # ---------------------------------------------------------------- it works
 
 
-def test_a_surface_records_a_grant_and_gets_the_stored_event(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_records_a_grant_and_gets_the_stored_event(surface_api, member) -> None:
     response = post(surface_api, body(member))
     assert response.status_code == 201, response.json()
     event = response.json()
@@ -82,7 +82,7 @@ def test_a_surface_records_a_grant_and_gets_the_stored_event(surface_api, member
     assert event["erased"] is False and event["witness"] is None
 
 
-def test_an_opt_out_is_recorded_through_the_same_endpoint(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_an_opt_out_is_recorded_through_the_same_endpoint(surface_api, member) -> None:
     response = post(surface_api, body(member, type="personalization", status="opted-out"))
     assert response.status_code == 201
     assert response.json()["kind"] == "opt-out"
@@ -90,7 +90,7 @@ def test_an_opt_out_is_recorded_through_the_same_endpoint(surface_api, member) -
     assert [o["category"] for o in active["optOuts"]] == ["personalization"]
 
 
-def test_a_member_session_may_omit_the_user_id(member_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_member_session_may_omit_the_user_id(member_api, member) -> None:
     data = body(member, captureMethod="settings-toggle", userId=None)
     assert post(member_api, data).status_code == 201
     listed = member_api.get(URL).json()
@@ -99,13 +99,13 @@ def test_a_member_session_may_omit_the_user_id(member_api, member) -> None:  # t
     assert [c["type"] for c in active["consents"]] == ["data_processing"]
 
 
-def test_a_surface_must_name_the_member(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_must_name_the_member(surface_api, member) -> None:
     response = surface_api.get(URL)
     assert response.status_code == 400
     assert response.json()["errors"][0]["field"] == "userId"
 
 
-def test_the_list_is_newest_first_and_pages_by_position(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_the_list_is_newest_first_and_pages_by_position(surface_api, member) -> None:
     for consent_type in ("data_processing", "data_storage", "cross_device"):
         assert post(surface_api, body(member, type=consent_type)).status_code == 201
     user = str(member.public_id)
@@ -119,7 +119,7 @@ def test_the_list_is_newest_first_and_pages_by_position(surface_api, member) -> 
 
 def test_listing_costs_a_fixed_number_of_queries(
     surface_api, member, django_assert_max_num_queries
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     for consent_type in ("data_processing", "data_storage", "cross_device", "sensitive_data"):
         legal = "explicit_consent" if consent_type == "sensitive_data" else "consent"
         post(surface_api, body(member, type=consent_type, legalBasis=legal))
@@ -130,7 +130,7 @@ def test_listing_costs_a_fixed_number_of_queries(
 
 def test_active_derives_consents_entries_and_scopes_for_the_asking_surface(
     surface_api, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     for data in (body(member), sensitive(member), sensitive(member, "financial")):
         assert post(surface_api, data).status_code == 201
     assert post(surface_api, sensitive(member, "financial", status="revoked")).status_code == 201
@@ -167,7 +167,7 @@ def test_active_derives_consents_entries_and_scopes_for_the_asking_surface(
     [("get", URL), ("post", URL), ("get", ACTIVE)],
     ids=["list", "post", "active"],
 )
-def test_anonymous_is_refused_with_401(api, member, method, url) -> None:  # type: ignore[no-untyped-def]
+def test_anonymous_is_refused_with_401(api, member, method, url) -> None:
     response = getattr(api, method)(url, body(member) if method == "post" else None, format="json")
     assert response.status_code == 401
     assert response["Content-Type"] == PROBLEM
@@ -179,7 +179,7 @@ def test_anonymous_is_refused_with_401(api, member, method, url) -> None:  # typ
     [("get", URL), ("post", URL), ("get", ACTIVE)],
     ids=["list", "post", "active"],
 )
-def test_another_tenants_surface_gets_404(foreign_surface_api, member, method, url) -> None:  # type: ignore[no-untyped-def]
+def test_another_tenants_surface_gets_404(foreign_surface_api, member, method, url) -> None:
     if method == "post":
         response = post(foreign_surface_api, body(member))
     else:
@@ -189,14 +189,14 @@ def test_another_tenants_surface_gets_404(foreign_surface_api, member, method, u
     assert not ConsentEvent.objects.exists()
 
 
-def test_a_member_of_another_tenant_is_404_for_our_surface(surface_api, foreign_member) -> None:  # type: ignore[no-untyped-def]
+def test_a_member_of_another_tenant_is_404_for_our_surface(surface_api, foreign_member) -> None:
     assert post(surface_api, body(foreign_member)).status_code == 404
     assert surface_api.get(URL, {"userId": str(foreign_member.public_id)}).status_code == 404
     assert surface_api.get(URL, {"userId": str(uuid.uuid4())}).status_code == 404
     assert not ConsentEvent.objects.exists()
 
 
-def test_a_member_cannot_act_for_another_member(member_api, other_member) -> None:  # type: ignore[no-untyped-def]
+def test_a_member_cannot_act_for_another_member(member_api, other_member) -> None:
     data = body(other_member, captureMethod="settings-toggle")
     assert post(member_api, data).status_code == 404
     assert member_api.get(ACTIVE, {"userId": str(other_member.public_id)}).status_code == 404
@@ -208,7 +208,7 @@ def test_a_member_cannot_act_for_another_member(member_api, other_member) -> Non
     [("get", URL), ("post", URL), ("get", ACTIVE)],
     ids=["list", "post", "active"],
 )
-def test_operators_get_404(operator_api, member, method, url) -> None:  # type: ignore[no-untyped-def]
+def test_operators_get_404(operator_api, member, method, url) -> None:
     if method == "post":
         response = post(operator_api, body(member))
     else:
@@ -217,7 +217,7 @@ def test_operators_get_404(operator_api, member, method, url) -> None:  # type: 
     assert not ConsentEvent.objects.exists()
 
 
-def test_a_member_session_cannot_claim_a_staff_witnessed_consent(member_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_member_session_cannot_claim_a_staff_witnessed_consent(member_api, member) -> None:
     data = body(member, captureMethod="operator-recorded", witness="Me, honestly")
     response = post(member_api, data)
     assert response.status_code == 403
@@ -242,7 +242,7 @@ def test_a_member_session_cannot_claim_a_staff_witnessed_consent(member_api, mem
 )
 def test_unknown_values_are_400_naming_the_field_and_the_allowed_values(
     surface_api, member, overrides, field, allowed
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     response = post(surface_api, body(member, **overrides))
     assert response.status_code == 400
     assert response["Content-Type"] == PROBLEM
@@ -274,7 +274,7 @@ def test_unknown_values_are_400_naming_the_field_and_the_allowed_values(
 )
 def test_ledger_rules_are_400_with_the_wire_field_named(
     surface_api, member, overrides, field, rule, allowed
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     response = post(surface_api, body(member, **overrides))
     assert response.status_code == 400
     [error] = response.json()["errors"]
@@ -283,7 +283,7 @@ def test_ledger_rules_are_400_with_the_wire_field_named(
     assert consent_writes() == 0
 
 
-def test_revoking_what_was_never_granted_is_409_and_writes_nothing(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_revoking_what_was_never_granted_is_409_and_writes_nothing(surface_api, member) -> None:
     response = post(surface_api, sensitive(member, status="revoked"))
     assert response.status_code == 409
     problem = response.json()
@@ -295,7 +295,7 @@ def test_revoking_what_was_never_granted_is_409_and_writes_nothing(surface_api, 
 # ---------------------------------------------------------------- idempotency and erasure
 
 
-def test_a_replay_returns_the_first_answer_and_writes_nothing_new(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_replay_returns_the_first_answer_and_writes_nothing_new(surface_api, member) -> None:
     first = post(surface_api, sensitive(member), **{"Idempotency-Key": "k-1"})
     again = post(surface_api, sensitive(member), **{"Idempotency-Key": "k-1"})
     assert first.status_code == again.status_code == 201
@@ -305,14 +305,14 @@ def test_a_replay_returns_the_first_answer_and_writes_nothing_new(surface_api, m
     assert IdempotencyRecord.objects.get().subject_id == member.public_id
 
 
-def test_the_same_key_with_another_body_is_refused(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_key_with_another_body_is_refused(surface_api, member) -> None:
     post(surface_api, body(member), **{"Idempotency-Key": "k-2"})
     response = post(surface_api, body(member, type="data_storage"), **{"Idempotency-Key": "k-2"})
     assert response.status_code == 422
     assert ConsentEvent.objects.count() == 1
 
 
-def test_erasure_also_drops_stored_answers_that_quote_the_erased_event(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_erasure_also_drops_stored_answers_that_quote_the_erased_event(surface_api, member) -> None:
     # A surface records no witness (issue 19, 5): the consent type is the text to find.
     canary = "category:medical"
     assert post(surface_api, sensitive(member), **{"Idempotency-Key": "k-3"}).status_code == 201
@@ -335,7 +335,7 @@ def test_erasure_also_drops_stored_answers_that_quote_the_erased_event(surface_a
     assert len(erased["fingerprint"]) == 64
 
 
-def test_the_schema_documents_the_consent_endpoints(member_api) -> None:  # type: ignore[no-untyped-def]
+def test_the_schema_documents_the_consent_endpoints(member_api) -> None:
     schema = member_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     assert {"get", "post"} <= set(schema["paths"]["/api/v1/consents"])
     assert "get" in schema["paths"]["/api/v1/consents/active"]

@@ -25,22 +25,22 @@ MEDICAL = "category:medical"
 
 
 @pytest.fixture
-def browser(client, member) -> Client:  # type: ignore[no-untyped-def]
+def browser(client, member) -> Client:
     client.force_login(member)
     return client
 
 
-def granted(member) -> frozenset[str]:  # type: ignore[no-untyped-def]
+def granted(member) -> frozenset[str]:
     return active_consent_types(tenant_id=member.tenant_id, member=member)
 
 
-def text_of(response) -> str:  # type: ignore[no-untyped-def]
+def text_of(response) -> str:
     """The page's text as read aloud: inline tags vanish, block tags separate words."""
     page = re.sub(r"</?(?:span|strong|time|a|em)\b[^>]*>", "", response.content.decode())
     return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
 
 
-def record(member, consent_type, status="granted", **extra):  # type: ignore[no-untyped-def]
+def record(member, consent_type, status="granted", **extra):
     principal = Principal(kind="member", id=member.public_id, tenant_id=member.tenant_id)
     capture_method = "settings-toggle"
     if "occurred_at" in extra:
@@ -60,7 +60,7 @@ def record(member, consent_type, status="granted", **extra):  # type: ignore[no-
 # ---------------------------------------------------------------- what the member sees
 
 
-def test_the_member_sees_every_consent_with_what_it_unlocks_and_what_revoking_does(browser) -> None:  # type: ignore[no-untyped-def]
+def test_the_member_sees_every_consent_with_what_it_unlocks_and_what_revoking_does(browser) -> None:
     response = browser.get(HOME)
     assert response.status_code == 200
     text = text_of(response)
@@ -73,18 +73,18 @@ def test_the_member_sees_every_consent_with_what_it_unlocks_and_what_revoking_do
     assert "Nothing recorded yet." in text
 
 
-def test_the_page_is_linked_from_the_member_navigation(browser) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_is_linked_from_the_member_navigation(browser) -> None:
     assert f'href="{HOME}"' in browser.get("/").content.decode()
 
 
-def test_the_page_carries_no_inline_script_or_style(browser) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_carries_no_inline_script_or_style(browser) -> None:
     page = browser.get(HOME).content.decode()
     assert "<style" not in page and " style=" not in page
     assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", page) == []
     assert re.search(r"\son[a-z]+=", page) is None  # no inline event handlers
 
 
-def test_every_form_posts_with_a_csrf_token_and_a_named_button(browser) -> None:  # type: ignore[no-untyped-def]
+def test_every_form_posts_with_a_csrf_token_and_a_named_button(browser) -> None:
     page = browser.get(HOME).content.decode()
     forms = re.findall(r"<form .*?</form>", page, flags=re.S)
     consent_forms = [f for f in forms if "/consent/" in f]
@@ -94,7 +94,7 @@ def test_every_form_posts_with_a_csrf_token_and_a_named_button(browser) -> None:
         assert re.search(r'<span class="visually-hidden">[^<]+</span></button>', form)
 
 
-def test_the_history_lists_every_change_newest_first(browser, member) -> None:  # type: ignore[no-untyped-def]
+def test_the_history_lists_every_change_newest_first(browser, member) -> None:
     now = timezone.now()
     record(member, MEDICAL, occurred_at=now - timedelta(hours=2))
     record(member, "data_processing", occurred_at=now - timedelta(hours=1))
@@ -108,7 +108,7 @@ def test_the_history_lists_every_change_newest_first(browser, member) -> None:  
     assert "recorded " in history
 
 
-def test_erased_entries_are_counted_but_not_shown(browser, member) -> None:  # type: ignore[no-untyped-def]
+def test_erased_entries_are_counted_but_not_shown(browser, member) -> None:
     record(member, MEDICAL)
     record(member, "data_processing")
     consent_purge_categories(
@@ -121,7 +121,7 @@ def test_erased_entries_are_counted_but_not_shown(browser, member) -> None:  # t
 
 def test_the_page_costs_a_fixed_number_of_queries(
     browser, member, django_assert_max_num_queries
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     for consent_type in ("data_processing", "data_storage", MEDICAL, "category:financial"):
         record(member, consent_type)
     with django_assert_max_num_queries(4):  # session, user, ledger (+ messages)
@@ -131,7 +131,7 @@ def test_the_page_costs_a_fixed_number_of_queries(
 # ---------------------------------------------------------------- grant and revoke
 
 
-def test_granting_a_sensitive_category_is_one_post(browser, member) -> None:  # type: ignore[no-untyped-def]
+def test_granting_a_sensitive_category_is_one_post(browser, member) -> None:
     response = browser.post("/consent/grant/", {"consent_type": MEDICAL})
     assert response.status_code == 303
     assert response["Location"] == "/consent/#consent-category-medical"
@@ -145,11 +145,11 @@ def test_granting_a_sensitive_category_is_one_post(browser, member) -> None:  # 
 
 def test_a_cascading_revocation_first_states_what_will_be_deleted(
     browser, member, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     record(member, MEDICAL)
     received: list[dict] = []
 
-    def listener(sender, **kwargs):  # type: ignore[no-untyped-def]
+    def listener(sender, **kwargs):
         received.append(kwargs)
 
     sensitive_consent_revoked.connect(listener, weak=False)
@@ -172,26 +172,26 @@ def test_a_cascading_revocation_first_states_what_will_be_deleted(
     assert [r["categories"] for r in received] == [["medical"]]
 
 
-def test_a_revocation_that_deletes_nothing_needs_no_confirmation(browser, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_revocation_that_deletes_nothing_needs_no_confirmation(browser, member) -> None:
     record(member, "data_storage")
     response = browser.post("/consent/revoke/", {"consent_type": "data_storage"})
     assert response.status_code == 303
     assert granted(member) == frozenset()
 
 
-def test_withdrawing_what_was_never_given_explains_and_changes_nothing(browser, member) -> None:  # type: ignore[no-untyped-def]
+def test_withdrawing_what_was_never_given_explains_and_changes_nothing(browser, member) -> None:
     response = browser.post("/consent/revoke/", {"consent_type": "data_storage"}, follow=True)
     assert "not currently granted" in text_of(response)
     assert not ConsentEvent.objects.exists()
 
 
-def test_a_tampered_form_changes_nothing(browser) -> None:  # type: ignore[no-untyped-def]
+def test_a_tampered_form_changes_nothing(browser) -> None:
     response = browser.post("/consent/grant/", {"consent_type": "telepathy"}, follow=True)
     assert "Nothing was changed." in text_of(response)
     assert not ConsentEvent.objects.exists()
 
 
-def test_a_feature_is_switched_off_and_back_on(browser, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_feature_is_switched_off_and_back_on(browser, member) -> None:
     browser.post("/consent/opt-out/", {"category": "personalization"})
     assert opted_out_categories(tenant_id=member.tenant_id, member=member) == {"personalization"}
     assert "Switch back on: Personalisation" in text_of(browser.get(HOME))
@@ -207,7 +207,7 @@ def test_a_feature_is_switched_off_and_back_on(browser, member) -> None:  # type
     ("method", "url"),
     [("get", HOME), ("post", "/consent/grant/"), ("post", "/consent/revoke/")],
 )
-def test_operators_get_404(client, make_operator, method, url) -> None:  # type: ignore[no-untyped-def]
+def test_operators_get_404(client, make_operator, method, url) -> None:
     client.force_login(make_operator("admin"))
     response = getattr(client, method)(url, {"consent_type": MEDICAL} if method == "post" else None)
     assert response.status_code == 404
@@ -215,14 +215,14 @@ def test_operators_get_404(client, make_operator, method, url) -> None:  # type:
 
 
 @pytest.mark.parametrize(("method", "url"), [("get", HOME), ("post", "/consent/grant/")])
-def test_anonymous_is_sent_to_sign_in(client, method, url) -> None:  # type: ignore[no-untyped-def]
+def test_anonymous_is_sent_to_sign_in(client, method, url) -> None:
     response = getattr(client, method)(url, {"consent_type": MEDICAL} if method == "post" else None)
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/?next=")
     assert not ConsentEvent.objects.exists()
 
 
-def test_a_post_without_the_csrf_token_is_refused(member) -> None:  # type: ignore[no-untyped-def]
+def test_a_post_without_the_csrf_token_is_refused(member) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(member)
     response = client.post("/consent/grant/", {"consent_type": MEDICAL})
@@ -230,6 +230,6 @@ def test_a_post_without_the_csrf_token_is_refused(member) -> None:  # type: igno
     assert not ConsentEvent.objects.exists()
 
 
-def test_changes_are_posts_only(browser) -> None:  # type: ignore[no-untyped-def]
+def test_changes_are_posts_only(browser) -> None:
     assert browser.get("/consent/grant/").status_code == 405
     assert browser.post(HOME).status_code == 405

@@ -61,7 +61,7 @@ def iris(member: User) -> Principal:
     return Principal.system("dsar", member.tenant_id)
 
 
-def grant(member: User, consent_type: str, **extra):  # type: ignore[no-untyped-def]
+def grant(member: User, consent_type: str, **extra):
     fields = {
         "principal": as_member(member),
         "member": member,
@@ -82,7 +82,7 @@ def grant(member: User, consent_type: str, **extra):  # type: ignore[no-untyped-
     return consent_record(**fields)
 
 
-def revoke(member: User, consent_type: str, **extra):  # type: ignore[no-untyped-def]
+def revoke(member: User, consent_type: str, **extra):
     return grant(member, consent_type, status="revoked", **extra)
 
 
@@ -90,7 +90,7 @@ def consent_audits() -> list[AuditEvent]:
     return list(AuditEvent.objects.filter(action__startswith="iris.consent.").order_by("seq"))
 
 
-def raw(sql: str, params=()) -> None:  # type: ignore[no-untyped-def]
+def raw(sql: str, params=()) -> None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
 
@@ -104,7 +104,7 @@ def drop_triggers() -> None:
 # ---------------------------------------------------------------- appending
 
 
-def test_appends_form_one_chain_per_member_that_verifies(member, other_member) -> None:  # type: ignore[no-untyped-def]
+def test_appends_form_one_chain_per_member_that_verifies(member, other_member) -> None:
     first = grant(member, ConsentType.DATA_PROCESSING)
     second = grant(member, ConsentType.DATA_STORAGE)
     grant(other_member, ConsentType.DATA_PROCESSING)
@@ -117,7 +117,7 @@ def test_appends_form_one_chain_per_member_that_verifies(member, other_member) -
     assert verify_member_chain(tenant_id=member.tenant_id, member=member) is None
 
 
-def test_the_fingerprint_is_the_ledger_rule_over_the_stored_body(member) -> None:  # type: ignore[no-untyped-def]
+def test_the_fingerprint_is_the_ledger_rule_over_the_stored_body(member) -> None:
     row = grant(member, ConsentType.DATA_PROCESSING)
     [event] = member_ledger(tenant_id=member.tenant_id, member=member)
     assert row.fingerprint == ledger.fingerprint(event, nonce=row.body.nonce)
@@ -126,7 +126,7 @@ def test_the_fingerprint_is_the_ledger_rule_over_the_stored_body(member) -> None
     assert len(row.body.nonce) == 32
 
 
-def test_every_event_gets_its_own_nonce_so_identical_acts_hash_differently(member) -> None:  # type: ignore[no-untyped-def]
+def test_every_event_gets_its_own_nonce_so_identical_acts_hash_differently(member) -> None:
     when = timezone.now() - timedelta(days=1)
     a = grant(member, ConsentType.DATA_PROCESSING, occurred_at=when)
     b = grant(member, ConsentType.DATA_PROCESSING, occurred_at=when)
@@ -134,7 +134,7 @@ def test_every_event_gets_its_own_nonce_so_identical_acts_hash_differently(membe
     assert a.fingerprint != b.fingerprint
 
 
-def test_append_writes_an_audit_event_without_content_in_the_same_transaction(member) -> None:  # type: ignore[no-untyped-def]
+def test_append_writes_an_audit_event_without_content_in_the_same_transaction(member) -> None:
     row = grant(
         member,
         MEDICAL,
@@ -152,7 +152,7 @@ def test_append_writes_an_audit_event_without_content_in_the_same_transaction(me
     assert "medical" not in str(audit.payload) and "Witness" not in str(audit.payload)
 
 
-def test_general_consent_types_are_named_in_the_audit(member) -> None:  # type: ignore[no-untyped-def]
+def test_general_consent_types_are_named_in_the_audit(member) -> None:
     grant(member, ConsentType.DATA_STORAGE)
     assert consent_audits()[0].payload["consentType"] == "data_storage"
 
@@ -169,7 +169,7 @@ def test_general_consent_types_are_named_in_the_audit(member) -> None:  # type: 
 )
 def test_bad_input_names_the_field_and_the_allowed_values_and_writes_nothing(
     member, overrides, field, allowed
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     before = AuditEvent.objects.count()
     consent_type = overrides.pop("consent_type", ConsentType.DATA_PROCESSING)
     with pytest.raises(ValidationFailed) as raised:
@@ -180,7 +180,7 @@ def test_bad_input_names_the_field_and_the_allowed_values_and_writes_nothing(
     assert AuditEvent.objects.count() == before  # refused before governance even ran
 
 
-def test_revoking_what_was_never_granted_is_a_conflict_and_writes_nothing(member) -> None:  # type: ignore[no-untyped-def]
+def test_revoking_what_was_never_granted_is_a_conflict_and_writes_nothing(member) -> None:
     grant(member, ConsentType.DATA_PROCESSING)
     revoke(member, ConsentType.DATA_PROCESSING)
     for consent_type in (MEDICAL, ConsentType.DATA_PROCESSING):
@@ -191,7 +191,7 @@ def test_revoking_what_was_never_granted_is_a_conflict_and_writes_nothing(member
     assert len(consent_audits()) == 2
 
 
-def test_opting_back_in_without_an_opt_out_is_a_conflict(member) -> None:  # type: ignore[no-untyped-def]
+def test_opting_back_in_without_an_opt_out_is_a_conflict(member) -> None:
     with pytest.raises(Conflict):
         opt_out_record(
             principal=as_member(member),
@@ -204,7 +204,7 @@ def test_opting_back_in_without_an_opt_out_is_a_conflict(member) -> None:  # typ
     assert not ConsentEvent.objects.exists()
 
 
-def test_opt_outs_sit_in_the_same_chain_and_suppress_scopes(member) -> None:  # type: ignore[no-untyped-def]
+def test_opt_outs_sit_in_the_same_chain_and_suppress_scopes(member) -> None:
     grant(member, ConsentType.DATA_PROCESSING)
     grant(member, ConsentType.DATA_STORAGE)
     opt_out_record(
@@ -228,7 +228,7 @@ def test_opt_outs_sit_in_the_same_chain_and_suppress_scopes(member) -> None:  # 
 
 def test_another_tenants_principal_is_denied_and_the_denial_is_recorded(
     member, other_tenant
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     intruder = Principal(kind="surface", id="s-1", tenant_id=other_tenant.id, surface="assistant")
     with pytest.raises(Denied):
         grant(member, ConsentType.DATA_PROCESSING, principal=intruder)
@@ -236,7 +236,7 @@ def test_another_tenants_principal_is_denied_and_the_denial_is_recorded(
     assert AuditEvent.objects.filter(action="iris.governance.decision.deny").exists()
 
 
-def test_a_witness_that_looks_like_a_credential_is_refused_by_the_secret_screen(member) -> None:  # type: ignore[no-untyped-def]
+def test_a_witness_that_looks_like_a_credential_is_refused_by_the_secret_screen(member) -> None:
     with pytest.raises(Denied) as raised:
         grant(
             member,
@@ -250,13 +250,13 @@ def test_a_witness_that_looks_like_a_credential_is_refused_by_the_secret_screen(
     assert not ConsentEvent.objects.exists()
 
 
-def test_selectors_are_scoped_to_the_tenant_first(member, other_tenant) -> None:  # type: ignore[no-untyped-def]
+def test_selectors_are_scoped_to_the_tenant_first(member, other_tenant) -> None:
     grant(member, ConsentType.DATA_PROCESSING)
     assert member_ledger(tenant_id=other_tenant.id, member=member) == []
     assert active_consent_types(tenant_id=other_tenant.id, member=member) == frozenset()
 
 
-def test_current_consent_event_id_names_the_deciding_grant(member) -> None:  # type: ignore[no-untyped-def]
+def test_current_consent_event_id_names_the_deciding_grant(member) -> None:
     tenant_id = member.tenant_id
     assert (
         current_consent_event_id(tenant_id=tenant_id, member=member, consent_type=MEDICAL) is None
@@ -274,7 +274,7 @@ def test_current_consent_event_id_names_the_deciding_grant(member) -> None:  # t
     )
 
 
-def test_selectors_read_the_chain_in_one_query(member, django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
+def test_selectors_read_the_chain_in_one_query(member, django_assert_num_queries) -> None:
     for consent_type in (ConsentType.DATA_PROCESSING, MEDICAL, FINANCIAL):
         grant(member, consent_type)
     revoke(member, FINANCIAL)
@@ -295,7 +295,7 @@ def test_selectors_read_the_chain_in_one_query(member, django_assert_num_queries
         selectors.consent_overview(tenant_id=tenant_id, member=member)
 
 
-def test_consent_entries_come_from_the_stored_ledger(member) -> None:  # type: ignore[no-untyped-def]
+def test_consent_entries_come_from_the_stored_ledger(member) -> None:
     granted = grant(member, MEDICAL, capture_method=CaptureMethod.INLINE_PROMPT)
     revoked = revoke(member, MEDICAL)
     [entry] = consent_entries(tenant_id=member.tenant_id, member=member)
@@ -317,7 +317,7 @@ def test_consent_entries_come_from_the_stored_ledger(member) -> None:  # type: i
         f"UPDATE {BODY_TABLE} SET witness = 'someone else'",
     ],
 )
-def test_raw_update_and_delete_of_the_ledger_are_refused_by_the_database(member, sql) -> None:  # type: ignore[no-untyped-def]
+def test_raw_update_and_delete_of_the_ledger_are_refused_by_the_database(member, sql) -> None:
     grant(member, ConsentType.DATA_PROCESSING)
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
         raw(sql)
@@ -325,7 +325,7 @@ def test_raw_update_and_delete_of_the_ledger_are_refused_by_the_database(member,
     assert verify_member_chain(tenant_id=member.tenant_id, member=member) is None
 
 
-def test_truncating_the_chain_is_refused_on_postgres(member, require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_truncating_the_chain_is_refused_on_postgres(member, require_postgres) -> None:
     grant(member, ConsentType.DATA_PROCESSING)
     raw("SET CONSTRAINTS ALL IMMEDIATE")  # run the deferred foreign-key checks first
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
@@ -333,7 +333,7 @@ def test_truncating_the_chain_is_refused_on_postgres(member, require_postgres) -
     assert ConsentEvent.objects.count() == 1
 
 
-def test_the_model_layer_refuses_changes_and_deletes(member) -> None:  # type: ignore[no-untyped-def]
+def test_the_model_layer_refuses_changes_and_deletes(member) -> None:
     row = grant(member, ConsentType.DATA_PROCESSING)
     body = row.body
     for attempt in (
@@ -353,7 +353,7 @@ def test_the_model_layer_refuses_changes_and_deletes(member) -> None:  # type: i
         models.QuerySet(ConsentEventBody).update(status="revoked")
 
 
-def test_two_events_cannot_share_a_position(member) -> None:  # type: ignore[no-untyped-def]
+def test_two_events_cannot_share_a_position(member) -> None:
     row = grant(member, ConsentType.DATA_PROCESSING)
     clash = ConsentEvent(
         tenant_id=row.tenant_id,
@@ -398,7 +398,7 @@ TAMPERING = [
 )
 def test_rewriting_any_stored_field_breaks_verification_at_that_event(
     member, table, column, value
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     grant(member, ConsentType.DATA_PROCESSING)
     target = grant(
         member,
@@ -421,7 +421,7 @@ def test_rewriting_any_stored_field_breaks_verification_at_that_event(
     assert verify_member_chain(tenant_id=member.tenant_id, member=member) == 2
 
 
-def test_a_deleted_chain_row_leaves_a_gap_that_verification_reports(member) -> None:  # type: ignore[no-untyped-def]
+def test_a_deleted_chain_row_leaves_a_gap_that_verification_reports(member) -> None:
     for consent_type in (ConsentType.DATA_PROCESSING, ConsentType.DATA_STORAGE, MEDICAL):
         grant(member, consent_type)
     drop_triggers()
@@ -450,7 +450,7 @@ ACTS = st.lists(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(acts=ACTS, data=st.data())
-def test_latest_act_wins_whatever_order_the_acts_are_recorded_in(tenant, acts, data) -> None:  # type: ignore[no-untyped-def]
+def test_latest_act_wins_whatever_order_the_acts_are_recorded_in(tenant, acts, data) -> None:
     # Each example gets its own member: the database is not rolled back between examples.
     member = user_create(
         actor=Actor("system", "tests"), tenant=tenant, username=f"m-{User.objects.count()}"
@@ -487,10 +487,10 @@ def test_latest_act_wins_whatever_order_the_acts_are_recorded_in(tenant, acts, d
 
 
 @pytest.fixture
-def revocations():  # type: ignore[no-untyped-def]
+def revocations():
     received: list[dict] = []
 
-    def receiver(sender, **kwargs):  # type: ignore[no-untyped-def]
+    def receiver(sender, **kwargs):
         received.append(kwargs)
 
     sensitive_consent_revoked.connect(receiver, weak=False)
@@ -500,7 +500,7 @@ def revocations():  # type: ignore[no-untyped-def]
 
 def test_a_sensitive_revocation_is_announced_once_and_only_after_commit(
     member, revocations, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     grant(member, MEDICAL)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         row = revoke(member, MEDICAL)
@@ -523,7 +523,7 @@ def test_a_sensitive_revocation_is_announced_once_and_only_after_commit(
 
 def test_revoking_multi_actor_consent_announces_an_empty_category_list(
     member, revocations, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     grant(member, ConsentType.MULTI_ACTOR_SENSITIVE)
     with django_capture_on_commit_callbacks(execute=True):
         revoke(member, ConsentType.MULTI_ACTOR_SENSITIVE)
@@ -534,7 +534,7 @@ def test_revoking_multi_actor_consent_announces_an_empty_category_list(
 
 def test_grants_general_revocations_and_overridden_revocations_announce_nothing(
     member, revocations, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     now = timezone.now()
     with django_capture_on_commit_callbacks(execute=True):
         grant(member, ConsentType.SENSITIVE_DATA)
@@ -548,8 +548,8 @@ def test_grants_general_revocations_and_overridden_revocations_announce_nothing(
 
 def test_a_failing_listener_does_not_undo_the_committed_revocation(
     member, django_capture_on_commit_callbacks, caplog
-) -> None:  # type: ignore[no-untyped-def]
-    def broken(sender, **kwargs):  # type: ignore[no-untyped-def]
+) -> None:
+    def broken(sender, **kwargs):
         raise RuntimeError("listener down")
 
     sensitive_consent_revoked.connect(broken, weak=False)
@@ -566,7 +566,7 @@ def test_a_failing_listener_does_not_undo_the_committed_revocation(
 # ---------------------------------------------------------------- erasure
 
 
-def test_purge_erases_the_bodies_keeps_the_chain_and_leaves_no_trace_anywhere(member) -> None:  # type: ignore[no-untyped-def]
+def test_purge_erases_the_bodies_keeps_the_chain_and_leaves_no_trace_anywhere(member) -> None:
     grant(member, ConsentType.DATA_PROCESSING)
     operator = as_operator(member)
     for status in ("granted", "revoked"):
@@ -600,7 +600,7 @@ def test_purge_erases_the_bodies_keeps_the_chain_and_leaves_no_trace_anywhere(me
     assert audit.payload == {"erasedCount": 2, "categoryCount": 2, "droppedReplayCount": 0}
 
 
-def test_the_chain_still_appends_and_verifies_after_a_purge(member) -> None:  # type: ignore[no-untyped-def]
+def test_the_chain_still_appends_and_verifies_after_a_purge(member) -> None:
     grant(member, MEDICAL)
     consent_purge_categories(principal=iris(member), member=member, categories=["medical"])
     row = grant(member, MEDICAL)
@@ -610,7 +610,7 @@ def test_the_chain_still_appends_and_verifies_after_a_purge(member) -> None:  # 
     assert event.position == 2
 
 
-def test_an_erased_row_is_still_checked_by_its_link(member) -> None:  # type: ignore[no-untyped-def]
+def test_an_erased_row_is_still_checked_by_its_link(member) -> None:
     grant(member, MEDICAL)
     grant(member, ConsentType.DATA_PROCESSING)
     consent_purge_categories(principal=iris(member), member=member, categories=["medical"])
@@ -623,7 +623,7 @@ def test_an_erased_row_is_still_checked_by_its_link(member) -> None:  # type: ig
     assert verify_member_chain(tenant_id=member.tenant_id, member=member) == 1
 
 
-def test_purge_refuses_unknown_categories(member) -> None:  # type: ignore[no-untyped-def]
+def test_purge_refuses_unknown_categories(member) -> None:
     with pytest.raises(ValidationFailed) as raised:
         consent_purge_categories(principal=iris(member), member=member, categories=["x"])
     assert raised.value.field == "categories" and "medical" in raised.value.allowed
@@ -631,7 +631,7 @@ def test_purge_refuses_unknown_categories(member) -> None:  # type: ignore[no-un
 
 def test_an_erasure_asked_by_anyone_but_iris_waits_for_the_owner_and_then_resumes(
     member, surface_token
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     grant(member, MEDICAL)
     client = SurfaceClient.objects.get()
     surface = Principal("surface", client.id, client.tenant_id, surface=client.surface)
@@ -658,7 +658,7 @@ def test_an_erasure_asked_by_anyone_but_iris_waits_for_the_owner_and_then_resume
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_appends_never_share_a_position(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_appends_never_share_a_position(require_postgres, member) -> None:
     def writer() -> None:
         for _ in range(5):
             grant(member, ConsentType.DATA_PROCESSING)

@@ -364,7 +364,7 @@ def test_unknown_scope_is_an_error() -> None:
 def test_policies_are_immutable() -> None:
     policy = scope_policy(AdapterScope.SESSION, active_consents=ALL_GRANTED, opted_out=NONE)
     with pytest.raises(FrozenInstanceError):
-        policy.enabled = False  # type: ignore[misc]
+        policy.enabled = False
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from governance import after_response
 
 
 @pytest.fixture(autouse=True)
-def outside_a_request():  # type: ignore[no-untyped-def]
+def outside_a_request():
     after_response.run_deferred()
     yield
     after_response.run_deferred()
@@ -34,7 +34,7 @@ def test_inside_a_request_work_waits_and_runs_in_order() -> None:
     assert done == [1, 2]
 
 
-def test_a_failure_is_logged_without_its_message_and_the_rest_still_runs(caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_failure_is_logged_without_its_message_and_the_rest_still_runs(caplog) -> None:
     done: list[str] = []
 
     def recall_usage() -> None:

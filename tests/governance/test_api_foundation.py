@@ -18,14 +18,14 @@ def test_health_reports_the_database() -> None:
     assert response.json()["checks"]["database"] == "ok"
 
 
-def test_openapi_schema_and_docs_are_served(member_api) -> None:  # type: ignore[no-untyped-def]
+def test_openapi_schema_and_docs_are_served(member_api) -> None:
     schema = member_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert schema.status_code == 200
     assert "/api/v1/health" in schema.json()["paths"]
     assert member_api.get("/api/docs/").status_code == 200
 
 
-def test_surface_token_is_stored_only_as_a_hash(surface_token) -> None:  # type: ignore[no-untyped-def]
+def test_surface_token_is_stored_only_as_a_hash(surface_token) -> None:
     client = SurfaceClient.objects.get()
     assert surface_token not in (client.token_hash, client.token_prefix)
     assert len(client.token_hash) == 64
@@ -35,7 +35,7 @@ def test_surface_token_is_stored_only_as_a_hash(surface_token) -> None:  # type:
 class TestErrorsAndIdempotency:
     url = "/api/v1/test-records"
 
-    def test_anonymous_gets_401_problem(self, api) -> None:  # type: ignore[no-untyped-def]
+    def test_anonymous_gets_401_problem(self, api) -> None:
         response = api.post(self.url, {"label": "a"}, format="json")
         assert response.status_code == 401
         assert response["Content-Type"] == PROBLEM
@@ -43,17 +43,17 @@ class TestErrorsAndIdempotency:
         assert body["code"] == "not-authenticated" and body["status"] == 401
         assert response["WWW-Authenticate"].startswith("Bearer")
 
-    def test_unknown_token_gets_401(self, api) -> None:  # type: ignore[no-untyped-def]
+    def test_unknown_token_gets_401(self, api) -> None:
         api.credentials(HTTP_AUTHORIZATION="Bearer iris_nope")
         assert api.post(self.url, {"label": "a"}, format="json").status_code == 401
 
-    def test_revoked_token_gets_401(self, surface_api) -> None:  # type: ignore[no-untyped-def]
+    def test_revoked_token_gets_401(self, surface_api) -> None:
         from django.utils import timezone
 
         SurfaceClient.objects.update(revoked_at=timezone.now())
         assert surface_api.post(self.url, {"label": "a"}, format="json").status_code == 401
 
-    def test_bad_input_names_the_field_and_writes_nothing(self, surface_api) -> None:  # type: ignore[no-untyped-def]
+    def test_bad_input_names_the_field_and_writes_nothing(self, surface_api) -> None:
         before = AuditEvent.objects.count()
         response = surface_api.post(self.url, {"label": "zzz"}, format="json")
         assert response.status_code == 400
@@ -62,18 +62,18 @@ class TestErrorsAndIdempotency:
         assert error["field"] == "label" and error["rule"] == "invalid_choice"
         assert AuditEvent.objects.count() == before
 
-    def test_malformed_json_is_a_400_problem(self, surface_api) -> None:  # type: ignore[no-untyped-def]
+    def test_malformed_json_is_a_400_problem(self, surface_api) -> None:
         response = surface_api.post(self.url, "{not json", content_type="application/json")
         assert response.status_code == 400
         assert response.json()["code"] == "malformed-request"
 
-    def test_oversized_body_is_413(self, surface_api, settings) -> None:  # type: ignore[no-untyped-def]
+    def test_oversized_body_is_413(self, surface_api, settings) -> None:
         settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
         response = surface_api.post(self.url, {"label": "a" * 500}, format="json")
         assert response.status_code == 413
         assert response.json()["code"] == "payload-too-large"
 
-    def test_rate_limit_is_429(self, surface_api, settings) -> None:  # type: ignore[no-untyped-def]
+    def test_rate_limit_is_429(self, surface_api, settings) -> None:
         from django.core.cache import cache
 
         cache.clear()
@@ -95,12 +95,12 @@ class TestErrorsAndIdempotency:
             cache.clear()
         assert codes[-1] == 429
 
-    def test_unknown_api_route_is_a_404_problem(self, surface_api) -> None:  # type: ignore[no-untyped-def]
+    def test_unknown_api_route_is_a_404_problem(self, surface_api) -> None:
         response = surface_api.get("/api/v1/nothing-here")
         assert response.status_code == 404
         assert response["Content-Type"] == PROBLEM
 
-    def test_replay_returns_the_first_answer_and_writes_nothing(self, surface_api) -> None:  # type: ignore[no-untyped-def]
+    def test_replay_returns_the_first_answer_and_writes_nothing(self, surface_api) -> None:
         headers = {"HTTP_IDEMPOTENCY_KEY": "k-1"}
         first = surface_api.post(self.url, {"label": "a"}, format="json", **headers)
         count = AuditEvent.objects.count()
@@ -110,7 +110,7 @@ class TestErrorsAndIdempotency:
         assert second["Idempotent-Replayed"] == "true"
         assert AuditEvent.objects.count() == count
 
-    def test_same_key_with_another_body_is_422(self, surface_api) -> None:  # type: ignore[no-untyped-def]
+    def test_same_key_with_another_body_is_422(self, surface_api) -> None:
         headers = {"HTTP_IDEMPOTENCY_KEY": "k-2"}
         surface_api.post(self.url, {"label": "a"}, format="json", **headers)
         count = AuditEvent.objects.count()
@@ -119,14 +119,14 @@ class TestErrorsAndIdempotency:
         assert response.json()["code"] == "idempotency-key-reused"
         assert AuditEvent.objects.count() == count
 
-    def test_error_answers_are_replayed_too(self, surface_api) -> None:  # type: ignore[no-untyped-def]
+    def test_error_answers_are_replayed_too(self, surface_api) -> None:
         headers = {"HTTP_IDEMPOTENCY_KEY": "k-3"}
         first = surface_api.post(self.url, {"label": "zzz"}, format="json", **headers)
         second = surface_api.post(self.url, {"label": "zzz"}, format="json", **headers)
         assert first.status_code == second.status_code == 400
         assert first.json() == second.json()
 
-    def test_keys_are_per_client(self, surface_api, foreign_surface_token, api) -> None:  # type: ignore[no-untyped-def]
+    def test_keys_are_per_client(self, surface_api, foreign_surface_token, api) -> None:
         headers = {"HTTP_IDEMPOTENCY_KEY": "shared"}
         surface_api.post(self.url, {"label": "a"}, format="json", **headers)
         api.credentials(HTTP_AUTHORIZATION=f"Bearer {foreign_surface_token}")
@@ -134,7 +134,7 @@ class TestErrorsAndIdempotency:
         assert response.status_code == 201
         assert IdempotencyRecord.objects.count() == 2
 
-    def test_member_session_needs_csrf(self, member) -> None:  # type: ignore[no-untyped-def]
+    def test_member_session_needs_csrf(self, member) -> None:
         from rest_framework.test import APIClient
 
         client = APIClient(enforce_csrf_checks=True)

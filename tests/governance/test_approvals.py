@@ -98,7 +98,7 @@ def cleared(member: User) -> int:
 
 
 @pytest.fixture
-def registry(monkeypatch):  # type: ignore[no-untyped-def]
+def registry(monkeypatch):
     """A private resumable registry holding the fake service (whatever apps registered)."""
     monkeypatch.setattr(operations, "_RESUMABLE", {})
     register_resumable(
@@ -110,7 +110,7 @@ def registry(monkeypatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def surface(surface_token) -> Principal:  # type: ignore[no-untyped-def]
+def surface(surface_token) -> Principal:
     client = SurfaceClient.objects.get()
     return Principal("surface", client.id, client.tenant_id, surface=client.surface)
 
@@ -124,7 +124,7 @@ def hold(surface: Principal, member: User, category: str = "health") -> Approval
 # -- the check ---------------------------------------------------------------------------
 
 
-def test_destructive_call_is_held_and_does_not_run(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_destructive_call_is_held_and_does_not_run(surface, member, registry) -> None:
     with pytest.raises(HeldForApproval) as caught:
         clear_category(principal=surface, member=member, category="health")
     exc = caught.value
@@ -149,14 +149,14 @@ def test_destructive_call_is_held_and_does_not_run(surface, member, registry) ->
     assert str(approval.id) in requested.subject_ids
 
 
-def test_asking_again_for_the_same_call_shows_one_card(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_asking_again_for_the_same_call_shows_one_card(surface, member, registry) -> None:
     first = hold(surface, member)
     assert hold(surface, member) == first
     assert hold(surface, member, "finances") != first
     assert Approval.objects.filter(status="pending").count() == 2
 
 
-def test_approve_resumes_the_call_governed_again(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_approve_resumes_the_call_governed_again(surface, member, registry) -> None:
     approval = hold(surface, member)
     outcome = approval_decide(
         principal=principal_of(member), approval_id=approval.id, decision="approve"
@@ -188,7 +188,7 @@ def test_approve_resumes_the_call_governed_again(surface, member, registry) -> N
     assert row.counts == {"cleared": 1}
 
 
-def test_one_approval_is_one_call(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_one_approval_is_one_call(surface, member, registry) -> None:
     approval = hold(surface, member)
     approval_decide(principal=principal_of(member), approval_id=approval.id, decision="approve")
     with pytest.raises(HeldForApproval) as caught:
@@ -199,7 +199,7 @@ def test_one_approval_is_one_call(surface, member, registry) -> None:  # type: i
     assert cleared(member) == 1
 
 
-def test_an_approval_covers_only_its_own_arguments(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_an_approval_covers_only_its_own_arguments(surface, member, registry) -> None:
     registry.clear()  # approved, but left for the caller to retry
     approval = hold(surface, member, "health")
     approval_decide(principal=principal_of(member), approval_id=approval.id, decision="approve")
@@ -212,7 +212,7 @@ def test_an_approval_covers_only_its_own_arguments(surface, member, registry) ->
     assert approval.status == Approval.Status.APPROVED
 
 
-def test_another_members_approval_is_not_accepted(surface, member, other_member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_another_members_approval_is_not_accepted(surface, member, other_member, registry) -> None:
     registry.clear()
     theirs = hold(surface, other_member, "health")
     approval_decide(principal=principal_of(other_member), approval_id=theirs.id, decision="approve")
@@ -223,7 +223,7 @@ def test_another_members_approval_is_not_accepted(surface, member, other_member,
     assert cleared(member) == 0
 
 
-def test_approved_without_a_resumable_lets_the_caller_retry_once(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_approved_without_a_resumable_lets_the_caller_retry_once(surface, member, registry) -> None:
     registry.clear()
     approval = hold(surface, member)
     outcome = approval_decide(
@@ -237,7 +237,7 @@ def test_approved_without_a_resumable_lets_the_caller_retry_once(surface, member
     assert approval.status == Approval.Status.COMPLETED
 
 
-def test_deny_changes_nothing(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_deny_changes_nothing(surface, member, registry) -> None:
     approval = hold(surface, member)
     outcome = approval_decide(
         principal=principal_of(member), approval_id=approval.id, decision="deny"
@@ -251,7 +251,7 @@ def test_deny_changes_nothing(surface, member, registry) -> None:  # type: ignor
     assert AuditEvent.objects.filter(action="iris.governance.approval.denied").count() == 1
 
 
-def test_a_revoked_requester_does_not_resume(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_a_revoked_requester_does_not_resume(surface, member, registry) -> None:
     approval = hold(surface, member)
     SurfaceClient.objects.update(revoked_at=timezone.now())
     outcome = approval_decide(
@@ -261,7 +261,7 @@ def test_a_revoked_requester_does_not_resume(surface, member, registry) -> None:
     assert cleared(member) == 0
 
 
-def test_a_lane_that_cannot_pause_is_refused_not_queued(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_a_lane_that_cannot_pause_is_refused_not_queued(surface, member, registry) -> None:
     with pytest.raises(Denied) as caught:
         clear_category(principal=surface, member=member, category="health", can_pause=False)
     assert caught.value.code == "cannot-pause"
@@ -269,21 +269,21 @@ def test_a_lane_that_cannot_pause_is_refused_not_queued(surface, member, registr
     assert cleared(member) == 0
 
 
-def test_the_member_acting_themself_is_asked_too(member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_the_member_acting_themself_is_asked_too(member, registry) -> None:
     approval = hold(principal_of(member), member)
     assert approval.card_text.startswith("You want to clear")
     approval_decide(principal=principal_of(member), approval_id=approval.id, decision="approve")
     assert cleared(member) == 1
 
 
-def test_iris_own_jobs_are_not_held(member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_iris_own_jobs_are_not_held(member, registry) -> None:
     job = Principal.system("retention", member.tenant_id)
     clear_category(principal=job, member=member, category="health")
     assert cleared(member) == 1
     assert not Approval.objects.exists()
 
 
-def test_arguments_that_look_like_content_are_refused(surface, member) -> None:  # type: ignore[no-untyped-def]
+def test_arguments_that_look_like_content_are_refused(surface, member) -> None:
     op = Operation(
         name="memory.clear_category",
         effect=Effect.DESTRUCTIVE,
@@ -301,7 +301,7 @@ def test_arguments_that_look_like_content_are_refused(surface, member) -> None: 
 # -- deciding ----------------------------------------------------------------------------
 
 
-def test_deciding_twice_is_a_conflict_and_changes_nothing(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_deciding_twice_is_a_conflict_and_changes_nothing(surface, member, registry) -> None:
     approval = hold(surface, member)
     approval_decide(principal=principal_of(member), approval_id=approval.id, decision="deny")
     events = AuditEvent.objects.count()
@@ -314,7 +314,7 @@ def test_deciding_twice_is_a_conflict_and_changes_nothing(surface, member, regis
 
 
 @pytest.mark.parametrize("decision", ["yes", "", "APPROVE", None])
-def test_unknown_decision_is_refused(surface, member, registry, decision) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_decision_is_refused(surface, member, registry, decision) -> None:
     approval = hold(surface, member)
     with pytest.raises(ValidationFailed) as caught:
         approval_decide(principal=principal_of(member), approval_id=approval.id, decision=decision)
@@ -325,7 +325,7 @@ def test_unknown_decision_is_refused(surface, member, registry, decision) -> Non
 
 def test_only_the_owner_decides(
     surface, member, other_member, foreign_member, make_operator, registry
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     approval = hold(surface, member)
     for stranger in (other_member, foreign_member):
         with pytest.raises(NotFound):
@@ -345,7 +345,7 @@ def test_only_the_owner_decides(
 
 
 @pytest.mark.parametrize("hook", ["pre_nothing", "PRE_WRITE", "", "pre-write"])
-def test_an_unknown_hook_is_refused_and_records_nothing(member, hook) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_hook_is_refused_and_records_nothing(member, hook) -> None:
     op = Operation("memory.write", Effect.WRITE, principal_of(member), member.tenant_id)
     events = AuditEvent.objects.count()
     with pytest.raises(ValidationFailed) as caught:
@@ -358,7 +358,7 @@ def test_an_unknown_hook_is_refused_and_records_nothing(member, hook) -> None:  
 # -- expiry ------------------------------------------------------------------------------
 
 
-def test_unanswered_approvals_expire(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_unanswered_approvals_expire(surface, member, registry) -> None:
     approval = hold(surface, member)
     assert approvals_expire(now=timezone.now() + timedelta(hours=23)) == 0
     later = timezone.now() + timedelta(hours=25)
@@ -374,7 +374,7 @@ def test_unanswered_approvals_expire(surface, member, registry) -> None:  # type
 
 def test_an_approval_past_its_time_cannot_be_decided_before_the_sweep(
     surface, member, registry
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     approval = hold(surface, member)
     Approval.objects.filter(pk=approval.pk).update(expires_at=timezone.now() - timedelta(1))
     with pytest.raises(Conflict) as caught:
@@ -383,7 +383,7 @@ def test_an_approval_past_its_time_cannot_be_decided_before_the_sweep(
     assert cleared(member) == 0
 
 
-def test_an_approved_but_unused_approval_expires_too(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_an_approved_but_unused_approval_expires_too(surface, member, registry) -> None:
     registry.clear()
     approval = hold(surface, member)
     approval_decide(principal=principal_of(member), approval_id=approval.id, decision="approve")
@@ -394,7 +394,7 @@ def test_an_approved_but_unused_approval_expires_too(surface, member, registry) 
         )
 
 
-def test_the_expiry_task_runs(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_the_expiry_task_runs(surface, member, registry) -> None:
     approval = hold(surface, member)
     Approval.objects.filter(pk=approval.pk).update(expires_at=timezone.now() - timedelta(1))
     assert approvals.approvals_expire_task.apply().get() == 1
@@ -411,7 +411,7 @@ def decide_url(approval_id: object) -> str:
 
 def test_member_lists_their_own_pending_approvals(
     surface, member, other_member, member_api, registry
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     mine = hold(surface, member)
     hold(surface, other_member)
     response = member_api.get(URL)
@@ -425,7 +425,7 @@ def test_member_lists_their_own_pending_approvals(
 
 def test_surface_lists_a_members_approvals(
     surface, member, surface_api, foreign_member, registry
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     mine = hold(surface, member)
     response = surface_api.get(URL, {"userId": str(member.public_id)})
     assert [r["id"] for r in response.json()["results"]] == [str(mine.id)]
@@ -435,7 +435,7 @@ def test_surface_lists_a_members_approvals(
     assert surface_api.get(URL, {"userId": "not-a-uuid"}).status_code == 400
 
 
-def test_list_refuses_anonymous_and_operators(api, make_operator) -> None:  # type: ignore[no-untyped-def]
+def test_list_refuses_anonymous_and_operators(api, make_operator) -> None:
     assert api.get(URL).status_code == 401
     api.force_login(make_operator("support"))
     response = api.get(URL)
@@ -444,7 +444,7 @@ def test_list_refuses_anonymous_and_operators(api, make_operator) -> None:  # ty
 
 def test_list_query_count_does_not_grow(
     surface, member, member_api, registry, django_assert_max_num_queries
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     for category in ("health", "finances", "politics", "religion"):
         hold(surface, member, category)
     with django_assert_max_num_queries(6):
@@ -452,7 +452,7 @@ def test_list_query_count_does_not_grow(
     assert len(response.json()["results"]) == 4
 
 
-def test_owner_approves_over_the_api(surface, member, member_api, registry) -> None:  # type: ignore[no-untyped-def]
+def test_owner_approves_over_the_api(surface, member, member_api, registry) -> None:
     approval = hold(surface, member)
     response = member_api.post(decide_url(approval.id), {"decision": "approve"}, format="json")
     assert response.status_code == 200
@@ -462,7 +462,7 @@ def test_owner_approves_over_the_api(surface, member, member_api, registry) -> N
     assert cleared(member) == 1
 
 
-def test_owner_denies_over_the_api(surface, member, member_api, registry) -> None:  # type: ignore[no-untyped-def]
+def test_owner_denies_over_the_api(surface, member, member_api, registry) -> None:
     approval = hold(surface, member)
     response = member_api.post(decide_url(approval.id), {"decision": "deny"}, format="json")
     assert response.status_code == 200
@@ -471,7 +471,7 @@ def test_owner_denies_over_the_api(surface, member, member_api, registry) -> Non
     assert cleared(member) == 0
 
 
-def test_api_decide_bad_input_and_strangers(  # type: ignore[no-untyped-def]
+def test_api_decide_bad_input_and_strangers(
     surface,
     member,
     other_member,
@@ -526,7 +526,7 @@ def test_api_decide_bad_input_and_strangers(  # type: ignore[no-untyped-def]
     assert approval.status == "denied" and cleared(member) == 0
 
 
-def test_decide_is_idempotent_with_a_key(surface, member, member_api, registry) -> None:  # type: ignore[no-untyped-def]
+def test_decide_is_idempotent_with_a_key(surface, member, member_api, registry) -> None:
     approval = hold(surface, member)
     headers = {"HTTP_IDEMPOTENCY_KEY": "decide-1"}
     first = member_api.post(
@@ -542,7 +542,7 @@ def test_decide_is_idempotent_with_a_key(surface, member, member_api, registry) 
 
 def test_held_call_over_http_would_answer_202_with_the_approval_id(
     surface, member, registry
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from governance.errors import problem_exception_handler
 
     with pytest.raises(HeldForApproval) as caught:
@@ -557,7 +557,7 @@ def test_held_call_over_http_would_answer_202_with_the_approval_id(
 
 
 @pages
-def test_page_shows_the_members_cards(client, surface, member, other_member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_page_shows_the_members_cards(client, surface, member, other_member, registry) -> None:
     mine = hold(surface, member)
     theirs = hold(surface, other_member, "finances")
     client.force_login(member)
@@ -572,13 +572,13 @@ def test_page_shows_the_members_cards(client, surface, member, other_member, reg
 
 
 @pages
-def test_page_with_nothing_waiting(client, member) -> None:  # type: ignore[no-untyped-def]
+def test_page_with_nothing_waiting(client, member) -> None:
     client.force_login(member)
     assert "Nothing is waiting for your approval." in client.get("/approvals/").content.decode()
 
 
 @pages
-def test_page_refuses_anonymous_and_operators(client, make_operator) -> None:  # type: ignore[no-untyped-def]
+def test_page_refuses_anonymous_and_operators(client, make_operator) -> None:
     response = client.get("/approvals/")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     client.force_login(make_operator("support"))
@@ -586,7 +586,7 @@ def test_page_refuses_anonymous_and_operators(client, make_operator) -> None:  #
 
 
 @pages
-def test_page_approve_runs_the_call_and_says_so(client, surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_page_approve_runs_the_call_and_says_so(client, surface, member, registry) -> None:
     approval = hold(surface, member)
     client.force_login(member)
     response = client.post(f"/approvals/{approval.id}/decide", {"decision": "approve"}, follow=True)
@@ -596,7 +596,7 @@ def test_page_approve_runs_the_call_and_says_so(client, surface, member, registr
 
 
 @pages
-def test_page_deny_and_return_to_a_safe_next(client, surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_page_deny_and_return_to_a_safe_next(client, surface, member, registry) -> None:
     approval = hold(surface, member)
     client.force_login(member)
     response = client.post(
@@ -612,7 +612,7 @@ def test_page_deny_and_return_to_a_safe_next(client, surface, member, registry) 
 @pages
 def test_page_strangers_get_404_and_bad_input_changes_nothing(
     client, surface, member, other_member, registry
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     approval = hold(surface, member)
     client.force_login(other_member)
     assert (
@@ -627,7 +627,7 @@ def test_page_strangers_get_404_and_bad_input_changes_nothing(
 
 
 @pages
-def test_page_post_needs_the_csrf_token(surface, member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_page_post_needs_the_csrf_token(surface, member, registry) -> None:
     approval = hold(surface, member)
     client = Client(enforce_csrf_checks=True)
     client.force_login(member)
@@ -641,7 +641,7 @@ def test_page_post_needs_the_csrf_token(surface, member, registry) -> None:  # t
 @pages
 def test_page_query_count_does_not_grow(
     client, surface, member, registry, django_assert_max_num_queries
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     for category in ("health", "finances", "politics"):
         hold(surface, member, category)
     client.force_login(member)

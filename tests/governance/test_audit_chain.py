@@ -29,7 +29,7 @@ ACTOR = Actor("system", "tests")
 pytestmark = pytest.mark.django_db
 
 
-def _record(n: int, tenant_id=None) -> list[AuditEvent]:  # type: ignore[no-untyped-def]
+def _record(n: int, tenant_id=None) -> list[AuditEvent]:
     return [
         audit_record(
             actor=ACTOR,
@@ -43,7 +43,7 @@ def _record(n: int, tenant_id=None) -> list[AuditEvent]:  # type: ignore[no-unty
     ]
 
 
-def _raw(sql: str, params=()) -> None:  # type: ignore[no-untyped-def]
+def _raw(sql: str, params=()) -> None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
 
@@ -70,7 +70,7 @@ def test_raw_update_and_delete_are_refused_by_the_database(sql: str) -> None:
     assert AuditEvent.objects.count() == 2
 
 
-def test_truncate_is_refused_on_postgres(require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_truncate_is_refused_on_postgres(require_postgres) -> None:
     _record(1)
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
         _raw("TRUNCATE governance_auditevent CASCADE")
@@ -92,7 +92,7 @@ def test_bulk_queryset_update_and_delete_are_refused() -> None:
         event.save()
 
 
-def test_chain_verifies_and_links_each_event_to_its_predecessor(tenant) -> None:  # type: ignore[no-untyped-def]
+def test_chain_verifies_and_links_each_event_to_its_predecessor(tenant) -> None:
     events = _record(5, tenant.id)
     report = verify_chain()
     assert report.ok, report.first_break
@@ -103,7 +103,7 @@ def test_chain_verifies_and_links_each_event_to_its_predecessor(tenant) -> None:
         assert after.chain_hash == chain_link(before.chain_hash, after.event.content_hash)
 
 
-def test_chains_are_per_tenant(tenant, other_tenant) -> None:  # type: ignore[no-untyped-def]
+def test_chains_are_per_tenant(tenant, other_tenant) -> None:
     _record(3, tenant.id)
     _record(2, other_tenant.id)
     seal_pending(blocking=True)
@@ -151,7 +151,7 @@ def test_full_rewrite_is_caught_by_signed_checkpoints() -> None:
     assert report.first_break.event_id == str(events[0].id)  # first event after genesis
 
 
-def test_checkpoint_with_forged_signature_is_caught(settings) -> None:  # type: ignore[no-untyped-def]
+def test_checkpoint_with_forged_signature_is_caught(settings) -> None:
     _record(2)
     write_checkpoint()
     path = settings.IRIS_AUDIT_CHECKPOINT_PATH
@@ -180,7 +180,7 @@ def test_payload_with_content_is_refused_and_nothing_is_written() -> None:
     assert AuditEvent.objects.count() == 0
 
 
-def test_operation_is_refused_when_its_audit_event_cannot_be_written(tenant) -> None:  # type: ignore[no-untyped-def]
+def test_operation_is_refused_when_its_audit_event_cannot_be_written(tenant) -> None:
     from governance.models import Tenant
 
     with pytest.raises(AuditPayloadError), transaction.atomic():
@@ -189,14 +189,14 @@ def test_operation_is_refused_when_its_audit_event_cannot_be_written(tenant) -> 
     assert not Tenant.objects.filter(slug="ghost").exists()
 
 
-def test_deleting_a_user_never_touches_audit_rows(member) -> None:  # type: ignore[no-untyped-def]
+def test_deleting_a_user_never_touches_audit_rows(member) -> None:
     before = AuditEvent.objects.count()
     member.delete()
     assert AuditEvent.objects.count() == before
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_writers_leave_a_chain_that_verifies(require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_writers_leave_a_chain_that_verifies(require_postgres) -> None:
     errors: list[BaseException] = []
 
     def writer(n: int) -> None:
@@ -263,7 +263,7 @@ def _batched_codes() -> list[str]:
     )
 
 
-def test_one_insert_writes_the_block_s_events_together(django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
+def test_one_insert_writes_the_block_s_events_together(django_assert_num_queries) -> None:
     with transaction.atomic(), one_insert():
         with django_assert_num_queries(0):
             _one("a")
@@ -302,7 +302,7 @@ def test_one_insert_needs_a_transaction() -> None:
         pass  # pragma: no cover
 
 
-def test_a_seal_larger_than_one_insert_chunk_still_chains(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_seal_larger_than_one_insert_chunk_still_chains(monkeypatch) -> None:
     monkeypatch.setattr("governance.audit.SEAL_INSERT_ROWS", 7)
     seal_pending(blocking=True, full=True)
     before = AuditSeal.objects.count()

@@ -33,7 +33,7 @@ def _terminate(pid: int) -> None:
         other.close()
 
 
-def test_a_healthy_idle_session_is_usable_without_a_query(require_postgres, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_healthy_idle_session_is_usable_without_a_query(require_postgres, monkeypatch) -> None:
     assert connection.settings_dict["CONN_HEALTH_CHECKS"] is True
     _backend_pid()
 
@@ -45,7 +45,7 @@ def test_a_healthy_idle_session_is_usable_without_a_query(require_postgres, monk
     assert connection.is_usable() is True
 
 
-def test_a_session_the_server_ended_is_replaced_before_the_next_request(require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_the_server_ended_is_replaced_before_the_next_request(require_postgres) -> None:
     pid = _backend_pid()
     _terminate(pid)
     assert connection.is_usable() is False

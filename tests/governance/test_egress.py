@@ -48,7 +48,7 @@ def test_the_table_covers_every_pair() -> None:
 
 
 @pytest.mark.parametrize(("key", "reason"), sorted(TABLE.items(), key=str))
-def test_every_classification_and_tier(key, reason) -> None:  # type: ignore[no-untyped-def]
+def test_every_classification_and_tier(key, reason) -> None:
     classification, tier, opted_in = key
     assert withhold_reason(classification, tier, tenant_opted_in_internal_cloud=opted_in) == reason
     result = egress_filter(
@@ -114,7 +114,7 @@ def test_withheld_items_are_counted_by_reason_and_order_is_kept() -> None:
 
 
 @pytest.mark.parametrize("tier", ["", "Cloud", "edge", None, 1])
-def test_an_unknown_tier_is_an_error_not_a_guess(tier) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_tier_is_an_error_not_a_guess(tier) -> None:
     with pytest.raises(ValueError):
         parse_tier(tier)
     with pytest.raises(ValueError):
@@ -124,7 +124,7 @@ def test_an_unknown_tier_is_an_error_not_a_guess(tier) -> None:  # type: ignore[
 # -- the check ---------------------------------------------------------------------------------
 
 
-def recall_op(member, **attributes) -> Operation:  # type: ignore[no-untyped-def]
+def recall_op(member, **attributes) -> Operation:
     return Operation(
         name="memory.recall",
         effect=Effect.READ,
@@ -136,7 +136,7 @@ def recall_op(member, **attributes) -> Operation:  # type: ignore[no-untyped-def
 
 
 @pytest.mark.django_db
-def test_pre_recall_refuses_an_unknown_tier(member) -> None:  # type: ignore[no-untyped-def]
+def test_pre_recall_refuses_an_unknown_tier(member) -> None:
     govern(Hook.PRE_RECALL, recall_op(member, egress_tier="local"))
     with pytest.raises(Denied) as caught:
         govern(Hook.PRE_RECALL, recall_op(member, egress_tier="moon"))
@@ -146,7 +146,7 @@ def test_pre_recall_refuses_an_unknown_tier(member) -> None:  # type: ignore[no-
 
 
 @pytest.mark.django_db
-def test_post_recall_refuses_an_answer_holding_what_may_not_go(member) -> None:  # type: ignore[no-untyped-def]
+def test_post_recall_refuses_an_answer_holding_what_may_not_go(member) -> None:
     with pytest.raises(Denied) as caught:
         govern(
             Hook.POST_RECALL,
@@ -163,7 +163,7 @@ def test_post_recall_refuses_an_answer_holding_what_may_not_go(member) -> None: 
 
 
 @pytest.mark.django_db
-def test_a_call_naming_no_tier_is_treated_as_cloud(member) -> None:  # type: ignore[no-untyped-def]
+def test_a_call_naming_no_tier_is_treated_as_cloud(member) -> None:
     with pytest.raises(Denied):
         govern(Hook.POST_RECALL, recall_op(member, classifications=["personal"]))
     assert EgressGate().evaluate(Hook.POST_RECALL, recall_op(member)) is None
@@ -172,7 +172,7 @@ def test_a_call_naming_no_tier_is_treated_as_cloud(member) -> None:  # type: ign
 @pytest.mark.django_db
 def test_internal_text_goes_to_the_cloud_only_for_a_tenant_that_opted_in(
     member, other_tenant
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     assert not tenant_allows_internal_cloud(member.tenant_id)
     with pytest.raises(Denied):
         govern(

@@ -37,7 +37,7 @@ SERVICE_MODULES = (
 )
 
 
-def _present(names):  # type: ignore[no-untyped-def]
+def _present(names):
     """The service modules that exist today: a module added later is checked from then on,
     and nothing is reported as skipped meanwhile."""
     import importlib.util
@@ -231,7 +231,7 @@ def _call(func: Callable[..., Any], **kwargs: Any) -> None:
 
 
 @pytest.mark.django_db
-def test_consent_service_leaves_a_decision(member) -> None:  # type: ignore[no-untyped-def]
+def test_consent_service_leaves_a_decision(member) -> None:
     module = load("consent.services")
     if module is None:
         pytest.skip("consent.services does not exist yet")
@@ -250,7 +250,7 @@ def test_consent_service_leaves_a_decision(member) -> None:  # type: ignore[no-u
 
 
 @pytest.mark.django_db
-def test_memory_service_leaves_a_decision(member) -> None:  # type: ignore[no-untyped-def]
+def test_memory_service_leaves_a_decision(member) -> None:
     module = load("memory.services")
     if module is None:
         pytest.skip("memory.services does not exist yet")
@@ -272,7 +272,7 @@ def test_memory_service_leaves_a_decision(member) -> None:  # type: ignore[no-un
 PROBE_MODULES = ("dsar.services", "inspection.services")
 
 
-def _probe_arguments(member: User, make_operator) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _probe_arguments(member: User, make_operator) -> dict[str, Any]:
     operator = make_operator("legal")
     return {
         "principal": as_member(member),
@@ -291,7 +291,7 @@ if _present(PROBE_MODULES):
 
     @pytest.mark.django_db
     @pytest.mark.parametrize("module_name", _present(PROBE_MODULES))
-    def test_later_service_modules_leave_a_decision(module_name, member, make_operator) -> None:  # type: ignore[no-untyped-def]
+    def test_later_service_modules_leave_a_decision(module_name, member, make_operator) -> None:
         module = load(module_name)
         if module is None:
             pytest.skip(f"{module_name} does not exist yet")

@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _conf():  # type: ignore[no-untyped-def]
+def _conf():
     spec = importlib.util.spec_from_file_location("iris_gunicorn_conf", ROOT / "gunicorn.conf.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -62,7 +62,7 @@ class _Exited(Exception):
 
 
 @pytest.fixture
-def exits(monkeypatch):  # type: ignore[no-untyped-def]
+def exits(monkeypatch):
     codes: list[int] = []
 
     def fake_exit(code: int) -> None:
@@ -78,7 +78,7 @@ def exits(monkeypatch):  # type: ignore[no-untyped-def]
     ("raised", "code"),
     [(SystemExit(0), 0), (SystemExit(None), 0), (SystemExit(3), 3), (SystemExit("boom"), 1)],
 )
-def test_a_worker_leaves_with_the_code_gunicorn_chose(exits, raised, code) -> None:  # type: ignore[no-untyped-def]
+def test_a_worker_leaves_with_the_code_gunicorn_chose(exits, raised, code) -> None:
     conf = _conf()
     with pytest.raises(_Exited):
         try:
@@ -88,7 +88,7 @@ def test_a_worker_leaves_with_the_code_gunicorn_chose(exits, raised, code) -> No
     assert exits == [code]
 
 
-def test_the_master_and_a_process_without_the_runtime_go_on(exits, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_master_and_a_process_without_the_runtime_go_on(exits, monkeypatch) -> None:
     conf = _conf()
     conf.worker_exit(None, _Worker(os.getpid() + 1))  # the master, reaping a dead worker
     monkeypatch.delitem(sys.modules, "onnxruntime")
@@ -96,7 +96,7 @@ def test_the_master_and_a_process_without_the_runtime_go_on(exits, monkeypatch) 
     assert exits == []
 
 
-def test_gunicorn_stops_with_the_model_preloaded(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_gunicorn_stops_with_the_model_preloaded(tmp_path) -> None:
     """The hang itself: hybrid ranker, ONNX Runtime loaded in the master, SIGTERM."""
     from memory import embedding
     from tests.conftest import need_service

@@ -12,12 +12,12 @@ from governance import plainsql
 pytestmark = pytest.mark.django_db
 
 
-def _one(cur) -> int:  # type: ignore[no-untyped-def]
+def _one(cur) -> int:
     cur.execute("SELECT %s::int", [1])
     return cur.fetchone()[0]
 
 
-def test_one_cursor_serves_every_statement_of_a_session(require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_one_cursor_serves_every_statement_of_a_session(require_postgres) -> None:
     with plainsql.cursor() as first:
         assert _one(first) == 1
     with plainsql.cursor() as second:
@@ -27,7 +27,7 @@ def test_one_cursor_serves_every_statement_of_a_session(require_postgres) -> Non
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_new_session_gets_a_new_cursor(require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_session_gets_a_new_cursor(require_postgres) -> None:
     with plainsql.cursor() as before:
         _one(before)
     connection.close()
@@ -37,17 +37,17 @@ def test_a_new_session_gets_a_new_cursor(require_postgres) -> None:  # type: ign
     assert after.cursor.connection is connection.connection
 
 
-def test_captured_queries_still_see_plain_sql(require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_captured_queries_still_see_plain_sql(require_postgres) -> None:
     with CaptureQueriesContext(connection) as captured:
         with plainsql.cursor() as cur:
             _one(cur)
     assert [q["sql"] for q in captured.captured_queries] == ["SELECT 1::int"]
 
 
-def test_execute_wrappers_still_see_plain_sql(require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_execute_wrappers_still_see_plain_sql(require_postgres) -> None:
     seen: list[str] = []
 
-    def wrapper(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def wrapper(execute, sql, params, many, context):
         seen.append(sql)
         return execute(sql, params, many, context)
 

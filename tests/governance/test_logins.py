@@ -27,15 +27,15 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def operator(make_operator):  # type: ignore[no-untyped-def]
+def operator(make_operator):
     return make_operator("support")
 
 
-def password_of(user) -> str:  # type: ignore[no-untyped-def]
+def password_of(user) -> str:
     return "pw-" + user.username
 
 
-def sign_in(client: Client, username: str, password: str, **extra):  # type: ignore[no-untyped-def]
+def sign_in(client: Client, username: str, password: str, **extra):
     return client.post(LOGIN, {"username": username, "password": password}, **extra)
 
 
@@ -67,7 +67,7 @@ class FixedClock:
 
 
 @pytest.fixture
-def clock(monkeypatch):  # type: ignore[no-untyped-def]
+def clock(monkeypatch):
     fixed = FixedClock(NOW)
     monkeypatch.setattr(accounts, "timezone", fixed)
     return fixed
@@ -78,7 +78,7 @@ def code_at(secret: str, at: datetime, steps_ahead: int = 0) -> str:
     return totp.generate_otp(totp.timecode(at) + steps_ahead)
 
 
-def enrol(operator, clock) -> str:  # type: ignore[no-untyped-def]
+def enrol(operator, clock) -> str:
     actor = Actor("operator", str(operator.public_id))
     secret = accounts.totp_enrolment_start(actor=actor, user=operator).secret
     assert accounts.totp_enrolment_confirm(
@@ -90,7 +90,7 @@ def enrol(operator, clock) -> str:  # type: ignore[no-untyped-def]
 # -- throttling ----------------------------------------------------------------------------
 
 
-def test_right_password_is_refused_after_the_failure_limit(operator) -> None:  # type: ignore[no-untyped-def]
+def test_right_password_is_refused_after_the_failure_limit(operator) -> None:
     client = Client()
     for attempt in range(settings.AXES_FAILURE_LIMIT):
         response = sign_in(client, operator.username, f"wrong-{attempt}")
@@ -104,7 +104,7 @@ def test_right_password_is_refused_after_the_failure_limit(operator) -> None:  #
     assert "Traceback" not in page and password_of(operator) not in page
 
 
-def test_twenty_five_wrong_passwords_then_the_right_one_does_not_sign_in(operator) -> None:  # type: ignore[no-untyped-def]
+def test_twenty_five_wrong_passwords_then_the_right_one_does_not_sign_in(operator) -> None:
     client = Client()
     for attempt in range(25):
         sign_in(client, operator.username, f"wrong-{attempt}")
@@ -113,7 +113,7 @@ def test_twenty_five_wrong_passwords_then_the_right_one_does_not_sign_in(operato
     assert Client().get("/").status_code == 302
 
 
-def test_a_username_is_locked_from_every_address(operator) -> None:  # type: ignore[no-untyped-def]
+def test_a_username_is_locked_from_every_address(operator) -> None:
     for attempt in range(settings.AXES_FAILURE_LIMIT):
         sign_in(Client(), operator.username, "wrong", REMOTE_ADDR=f"10.0.0.{attempt + 1}")
     client = Client()
@@ -121,7 +121,7 @@ def test_a_username_is_locked_from_every_address(operator) -> None:  # type: ign
     assert response.status_code == 429 and not signed_in(client)
 
 
-def test_an_address_trying_many_usernames_is_locked(operator) -> None:  # type: ignore[no-untyped-def]
+def test_an_address_trying_many_usernames_is_locked(operator) -> None:
     for attempt in range(settings.AXES_FAILURE_LIMIT):
         sign_in(Client(), f"nobody-{attempt}", "wrong", REMOTE_ADDR="10.1.1.1")
     client = Client()
@@ -132,7 +132,7 @@ def test_an_address_trying_many_usernames_is_locked(operator) -> None:  # type: 
     assert signed_in(other)
 
 
-def test_the_lockout_ends_after_the_cool_off(operator) -> None:  # type: ignore[no-untyped-def]
+def test_the_lockout_ends_after_the_cool_off(operator) -> None:
     for _ in range(settings.AXES_FAILURE_LIMIT):
         sign_in(Client(), operator.username, "wrong")
     AccessAttempt.objects.update(
@@ -143,7 +143,7 @@ def test_the_lockout_ends_after_the_cool_off(operator) -> None:  # type: ignore[
     assert signed_in(client)
 
 
-def test_a_few_failures_then_success_clears_the_count(operator) -> None:  # type: ignore[no-untyped-def]
+def test_a_few_failures_then_success_clears_the_count(operator) -> None:
     client = Client()
     for _ in range(settings.AXES_FAILURE_LIMIT - 1):
         sign_in(client, operator.username, "wrong")
@@ -155,7 +155,7 @@ def test_a_few_failures_then_success_clears_the_count(operator) -> None:  # type
 # -- audit ---------------------------------------------------------------------------------
 
 
-def test_operator_login_success_is_audited_without_password_or_username(operator) -> None:  # type: ignore[no-untyped-def]
+def test_operator_login_success_is_audited_without_password_or_username(operator) -> None:
     client = Client()
     sign_in(client, operator.username, password_of(operator))
     assert signed_in(client)
@@ -169,7 +169,7 @@ def test_operator_login_success_is_audited_without_password_or_username(operator
     assert operator.username.lower() not in text and "127.0.0.1" not in text
 
 
-def test_operator_login_failure_is_audited_without_password(operator) -> None:  # type: ignore[no-untyped-def]
+def test_operator_login_failure_is_audited_without_password(operator) -> None:
     sign_in(Client(), operator.username, "hunter2-wrong")
     (event,) = events("iris.account.login.failed")
     assert event.tenant_id == operator.tenant_id
@@ -181,7 +181,7 @@ def test_operator_login_failure_is_audited_without_password(operator) -> None:  
     assert "hunter2" not in text and operator.username.lower() not in text
 
 
-def test_unknown_username_failure_is_fingerprinted_not_stored(db) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_username_failure_is_fingerprinted_not_stored(db) -> None:
     sign_in(Client(), "mallory-guess", "pw-guess")
     sign_in(Client(), "mallory-guess", "pw-guess-2")
     first, second = events("iris.account.login.failed")
@@ -193,7 +193,7 @@ def test_unknown_username_failure_is_fingerprinted_not_stored(db) -> None:  # ty
     assert "mallory" not in text and "pw-guess" not in text
 
 
-def test_lockout_is_audited_once_and_refused_attempts_after_it(operator) -> None:  # type: ignore[no-untyped-def]
+def test_lockout_is_audited_once_and_refused_attempts_after_it(operator) -> None:
     for _ in range(settings.AXES_FAILURE_LIMIT):
         sign_in(Client(), operator.username, "wrong")
     sign_in(Client(), operator.username, password_of(operator))
@@ -206,7 +206,7 @@ def test_lockout_is_audited_once_and_refused_attempts_after_it(operator) -> None
     assert password_of(operator).lower() not in all_audit_text()
 
 
-def test_member_login_success_is_not_audited_but_works(member) -> None:  # type: ignore[no-untyped-def]
+def test_member_login_success_is_not_audited_but_works(member) -> None:
     client = Client()
     sign_in(client, "ada", "pw-ada")
     assert signed_in(client)
@@ -216,7 +216,7 @@ def test_member_login_success_is_not_audited_but_works(member) -> None:  # type:
 # -- sessions ------------------------------------------------------------------------------
 
 
-def test_operator_session_is_short_and_member_session_keeps_two_weeks(operator, member) -> None:  # type: ignore[no-untyped-def]
+def test_operator_session_is_short_and_member_session_keeps_two_weeks(operator, member) -> None:
     staff = Client()
     sign_in(staff, operator.username, password_of(operator))
     assert staff.session.get_expiry_age() == settings.IRIS_OPERATOR_SESSION_IDLE_SECONDS == 1800
@@ -225,7 +225,7 @@ def test_operator_session_is_short_and_member_session_keeps_two_weeks(operator, 
     assert person.session.get_expiry_age() == 14 * 24 * 3600
 
 
-def test_operator_session_ends_ten_hours_after_sign_in(operator, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_operator_session_ends_ten_hours_after_sign_in(operator, monkeypatch) -> None:
     client = Client()
     signed_at = timezone.now()
     sign_in(client, operator.username, password_of(operator))
@@ -246,7 +246,7 @@ def test_operator_session_ends_ten_hours_after_sign_in(operator, monkeypatch) ->
     assert not signed_in(client)
 
 
-def test_operator_session_without_sign_in_stamp_is_ended(operator) -> None:  # type: ignore[no-untyped-def]
+def test_operator_session_without_sign_in_stamp_is_ended(operator) -> None:
     client = Client()
     sign_in(client, operator.username, password_of(operator))
     session = client.session
@@ -258,7 +258,7 @@ def test_operator_session_without_sign_in_stamp_is_ended(operator) -> None:  # t
 # -- TOTP ----------------------------------------------------------------------------------
 
 
-def test_totp_enrolment_shows_the_secret_and_confirms_with_a_code(operator, clock) -> None:  # type: ignore[no-untyped-def]
+def test_totp_enrolment_shows_the_secret_and_confirms_with_a_code(operator, clock) -> None:
     client = Client()
     client.force_login(operator)
     page = client.get(SETUP)
@@ -288,14 +288,14 @@ def test_totp_enrolment_shows_the_secret_and_confirms_with_a_code(operator, cloc
     assert events("iris.account.totp.enrolled")
 
 
-def test_members_cannot_enrol_totp(member) -> None:  # type: ignore[no-untyped-def]
+def test_members_cannot_enrol_totp(member) -> None:
     client = Client()
     client.force_login(member)
     assert client.get(SETUP).status_code == 403
     assert Client().get(SETUP).status_code == 302  # anonymous: to the login page
 
 
-def test_enrolled_operator_needs_a_right_single_use_code(operator, clock) -> None:  # type: ignore[no-untyped-def]
+def test_enrolled_operator_needs_a_right_single_use_code(operator, clock) -> None:
     secret = enrol(operator, clock)  # used the code of NOW's step
     client = Client()
     response = sign_in(client, operator.username, password_of(operator))
@@ -327,7 +327,7 @@ def test_enrolled_operator_needs_a_right_single_use_code(operator, clock) -> Non
     assert not signed_in(client)
 
 
-def test_the_code_step_keeps_next(operator, clock) -> None:  # type: ignore[no-untyped-def]
+def test_the_code_step_keeps_next(operator, clock) -> None:
     secret = enrol(operator, clock)
     client = Client()
     client.post(
@@ -338,12 +338,12 @@ def test_the_code_step_keeps_next(operator, clock) -> None:  # type: ignore[no-u
     assert response["Location"] == "/consent/"
 
 
-def test_code_page_without_a_password_step_goes_back_to_login(db) -> None:  # type: ignore[no-untyped-def]
+def test_code_page_without_a_password_step_goes_back_to_login(db) -> None:
     response = Client().get(CODE)
     assert response.status_code == 302 and response["Location"] == LOGIN
 
 
-def test_wrong_codes_count_toward_the_lockout(operator, clock) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_codes_count_toward_the_lockout(operator, clock) -> None:
     secret = enrol(operator, clock)
     client = Client()
     sign_in(client, operator.username, password_of(operator))
@@ -360,7 +360,7 @@ def test_wrong_codes_count_toward_the_lockout(operator, clock) -> None:  # type:
     assert not signed_in(again)
 
 
-def test_reset_totp_lets_the_operator_sign_in_by_password_and_enrol_again(operator, clock) -> None:  # type: ignore[no-untyped-def]
+def test_reset_totp_lets_the_operator_sign_in_by_password_and_enrol_again(operator, clock) -> None:
     enrol(operator, clock)
     handle = OperatorTotp.objects.get(user=operator).secret_handle
     out = io.StringIO()

@@ -45,7 +45,7 @@ SECRETS = _one_secret_per_kind()
 
 
 @pytest.fixture
-def redacting_caplog(caplog):  # type: ignore[no-untyped-def]
+def redacting_caplog(caplog):
     """caplog's handler with the filter settings.LOGGING puts on every handler, built the
     way dictConfig builds it (from the dotted path)."""
     factory = logging.config.BaseConfigurator({}).resolve(LOGGING_FILTERS["redact"]["()"])
@@ -56,7 +56,7 @@ def redacting_caplog(caplog):  # type: ignore[no-untyped-def]
     caplog.handler.removeFilter(redacting)
 
 
-def _captured(caplog) -> str:  # type: ignore[no-untyped-def]
+def _captured(caplog) -> str:
     parts = [caplog.text]
     for record in caplog.records:
         parts.append(record.getMessage())
@@ -73,7 +73,7 @@ class StorageFailed(Exception):
     pass
 
 
-def memory_like_write(member, tenant, body: str, *, secret_fields=()) -> str:  # type: ignore[no-untyped-def]
+def memory_like_write(member, tenant, body: str, *, secret_fields=()) -> str:
     """What a careless memory service could do: log the body, govern, vault, then fail
     with the body in the exception message."""
     log.info("write requested by %s: %s", member.public_id, body)
@@ -110,7 +110,7 @@ def memory_like_write(member, tenant, body: str, *, secret_fields=()) -> str:  #
 @pytest.mark.parametrize(("kind", "text", "secret"), SECRETS, ids=[k for k, *_ in SECRETS])
 def test_a_refused_write_leaves_no_secret_in_logs_errors_or_audit(
     kind, text, secret, redacting_caplog, member, tenant
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     body = f"remember this for me: {text}"
 
     with pytest.raises(Denied) as refused:
@@ -129,7 +129,7 @@ def test_a_refused_write_leaves_no_secret_in_logs_errors_or_audit(
 @pytest.mark.parametrize(("kind", "text", "secret"), SECRETS, ids=[k for k, *_ in SECRETS])
 def test_a_vaulted_write_that_then_fails_leaves_no_secret_in_logs_or_audit(
     kind, text, secret, redacting_caplog, member, tenant
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     body = f"the router: {text}"
 
     handle = memory_like_write(member, tenant, body, secret_fields=["body"])
@@ -145,7 +145,7 @@ def test_a_vaulted_write_that_then_fails_leaves_no_secret_in_logs_or_audit(
 
 def test_a_vault_error_logged_with_its_traceback_holds_no_value(
     redacting_caplog, member, tenant, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from cryptography.fernet import Fernet
 
     secret = "sk_live_" + "Q7w" * 10
@@ -161,7 +161,7 @@ def test_a_vault_error_logged_with_its_traceback_holds_no_value(
     assert secret not in captured
 
 
-def test_personal_identifiers_are_masked_in_log_lines(redacting_caplog) -> None:  # type: ignore[no-untyped-def]
+def test_personal_identifiers_are_masked_in_log_lines(redacting_caplog) -> None:
     log.warning("sent the reset to %s (%s)", "ada@example.org", "+44 20 7946 0958")
 
     captured = _captured(redacting_caplog)
@@ -179,7 +179,7 @@ def test_a_record_the_filter_cannot_format_is_kept_without_its_args() -> None:
     assert record.args == ()
 
 
-def test_the_filter_fails_closed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_filter_fails_closed(monkeypatch) -> None:
     def explode(text: str) -> str:
         raise RuntimeError("boom")
 

@@ -147,7 +147,7 @@ def test_tokenising_is_idempotent_and_findings_never_overlap(text: str) -> None:
 # -- the member's key in the vault ---------------------------------------------------------
 
 
-def test_the_pii_key_is_created_once_in_the_vault_encrypted(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_the_pii_key_is_created_once_in_the_vault_encrypted(member, tenant) -> None:
     first = member_pii_key(tenant=tenant, owner=member)
     again = member_pii_key(tenant=tenant, owner=member)
 
@@ -158,7 +158,7 @@ def test_the_pii_key_is_created_once_in_the_vault_encrypted(member, tenant) -> N
     assert row.ciphertext.encode() != first
 
 
-def test_member_tokens_are_stable_and_differ_across_members(member, other_member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_member_tokens_are_stable_and_differ_across_members(member, other_member, tenant) -> None:
     text = "Grace's number is +44 20 7946 0958"
     mine = pii_tokenise_for_member(text, tenant=tenant, owner=member)
 
@@ -167,14 +167,14 @@ def test_member_tokens_are_stable_and_differ_across_members(member, other_member
     assert "7946" not in mine
 
 
-def test_text_without_identifiers_creates_no_key(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_text_without_identifiers_creates_no_key(member, tenant) -> None:
     assert pii_tokenise_for_member("tea, no sugar", tenant=tenant, owner=member) == (
         "tea, no sugar"
     )
     assert not VaultSecret.objects.filter(owner=member).exists()
 
 
-def test_only_the_members_own_memory_resolves_their_tokens(member, other_member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_only_the_members_own_memory_resolves_their_tokens(member, other_member, tenant) -> None:
     memory = ["my email is ada@example.org"]
     outbound = pii_tokenise_for_member("reply to ada@example.org", tenant=tenant, owner=member)
 
@@ -192,7 +192,7 @@ def test_only_the_members_own_memory_resolves_their_tokens(member, other_member,
     )
 
 
-def test_tokens_survive_master_key_rotation(member, tenant, settings) -> None:  # type: ignore[no-untyped-def]
+def test_tokens_survive_master_key_rotation(member, tenant, settings) -> None:
     from cryptography.fernet import Fernet
 
     before = pii_tokenise_for_member("ada@example.org", tenant=tenant, owner=member)

@@ -20,12 +20,12 @@ BODY = "I am pregnant"
 
 
 @pytest.fixture
-def ready(member):  # type: ignore[no-untyped-def]
+def ready(member):
     grant_storage(member)
     return member
 
 
-def _write(surface_api: APIClient, member, run_id: str, body: str = BODY) -> str:  # type: ignore[no-untyped-def]
+def _write(surface_api: APIClient, member, run_id: str, body: str = BODY) -> str:
     response = surface_api.post(
         "/api/v1/memories", {**payload(member, body=body), "runId": run_id}, format="json"
     )
@@ -37,7 +37,7 @@ def _history(run_id: str) -> str:
     return str(Run.objects.get(run_id=run_id).recent_writes)
 
 
-def test_a_run_keeps_no_unkeyed_hash_of_the_text(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_keeps_no_unkeyed_hash_of_the_text(surface_api, ready) -> None:
     run_id = str(uuid.uuid4())
     _write(surface_api, ready, run_id)
     history = _history(run_id)
@@ -46,7 +46,7 @@ def test_a_run_keeps_no_unkeyed_hash_of_the_text(surface_api, ready) -> None:  #
     assert text_fingerprint(BODY) in history  # keyed: the memory's own body fingerprint
 
 
-def test_forgetting_removes_the_text_from_the_run(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_forgetting_removes_the_text_from_the_run(surface_api, ready) -> None:
     run_id, other_run = str(uuid.uuid4()), str(uuid.uuid4())
     entry_id = _write(surface_api, ready, run_id)
     _write(surface_api, ready, other_run, body="I like green tea")
@@ -62,7 +62,7 @@ def test_forgetting_removes_the_text_from_the_run(surface_api, ready) -> None:  
     assert Run.objects.get(run_id=run_id).write_count == 1
 
 
-def test_a_hard_delete_removes_the_text_from_the_run(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_hard_delete_removes_the_text_from_the_run(surface_api, ready) -> None:
     run_id = str(uuid.uuid4())
     entry_id = _write(surface_api, ready, run_id)
     assert text_fingerprint(BODY) in _history(run_id)

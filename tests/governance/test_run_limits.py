@@ -32,7 +32,7 @@ def write(
     name: str = "memory.write",
     entry: str = ENTRY,
     **attributes,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     govern(
         Hook.PRE_WRITE,
         Operation(
@@ -69,7 +69,7 @@ def denials(code: str) -> int:
 
 
 @pytest.mark.django_db
-def test_a_run_over_its_write_cap_is_stopped(member, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_over_its_write_cap_is_stopped(member, settings) -> None:
     settings.IRIS_RUN_MAX_WRITES = 3
     run_id = str(uuid.uuid4())
     for n in range(3):
@@ -87,7 +87,7 @@ def test_a_run_over_its_write_cap_is_stopped(member, settings) -> None:  # type:
 
 
 @pytest.mark.django_db
-def test_a_run_over_its_recall_cap_is_stopped(member, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_over_its_recall_cap_is_stopped(member, settings) -> None:
     settings.IRIS_RUN_MAX_RECALLS = 2
     run_id = str(uuid.uuid4())
     recall(member, run_id)
@@ -100,7 +100,7 @@ def test_a_run_over_its_recall_cap_is_stopped(member, settings) -> None:  # type
 
 
 @pytest.mark.django_db
-def test_the_same_write_a_third_time_is_a_loop(member) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_write_a_third_time_is_a_loop(member) -> None:
     run_id = str(uuid.uuid4())
     write(member, run_id, "likes tea")
     write(member, run_id, "likes tea")  # one retry is fine
@@ -114,7 +114,7 @@ def test_the_same_write_a_third_time_is_a_loop(member) -> None:  # type: ignore[
 
 
 @pytest.mark.django_db
-def test_a_correction_that_flips_back_is_a_loop(member) -> None:  # type: ignore[no-untyped-def]
+def test_a_correction_that_flips_back_is_a_loop(member) -> None:
     run_id = str(uuid.uuid4())
     write(member, run_id, "lives in Paris", name="memory.correct")
     write(member, run_id, "lives in London", name="memory.correct")
@@ -125,7 +125,7 @@ def test_a_correction_that_flips_back_is_a_loop(member) -> None:  # type: ignore
 
 
 @pytest.mark.django_db
-def test_a_flip_is_seen_at_once_when_the_replaced_text_is_known(member) -> None:  # type: ignore[no-untyped-def]
+def test_a_flip_is_seen_at_once_when_the_replaced_text_is_known(member) -> None:
     run_id = str(uuid.uuid4())
     paris = content_fingerprint("lives in Paris")
     write(member, run_id, "lives in London", name="memory.correct", previous_fingerprint=paris)
@@ -141,7 +141,7 @@ def test_a_flip_is_seen_at_once_when_the_replaced_text_is_known(member) -> None:
 
 
 @pytest.mark.django_db
-def test_the_run_row_keeps_hashes_not_text(member) -> None:  # type: ignore[no-untyped-def]
+def test_the_run_row_keeps_hashes_not_text(member) -> None:
     run_id = str(uuid.uuid4())
     write(member, run_id, "my cat is called Ziggy")
     run = Run.objects.get(run_id=run_id)
@@ -150,7 +150,7 @@ def test_the_run_row_keeps_hashes_not_text(member) -> None:  # type: ignore[no-u
 
 
 @pytest.mark.django_db
-def test_a_held_call_does_not_count_against_the_run(member, surface_token, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_held_call_does_not_count_against_the_run(member, surface_token, settings) -> None:
     from governance.models import SurfaceClient
     from governance.pipeline import HeldForApproval
 
@@ -214,7 +214,7 @@ def test_going_back_to_replaced_text_is_always_caught(texts: list[str]) -> None:
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_writes_never_exceed_the_cap(member, settings, require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_writes_never_exceed_the_cap(member, settings, require_postgres) -> None:
     settings.IRIS_RUN_MAX_WRITES = 5
     run_id = str(uuid.uuid4())
     write(member, run_id, "warm-up", entry="entry-0")

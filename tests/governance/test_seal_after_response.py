@@ -17,12 +17,12 @@ ACTOR = Actor("system", "tests")
 
 
 @pytest.fixture
-def seals(settings, monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+def seals(settings, monkeypatch) -> list[str]:
     settings.IRIS_AUDIT_SEAL_INTERVAL = 0
     calls: list[str] = []
     real = audit.seal_pending
 
-    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def counting(*args, **kwargs):
         calls.append("seal")
         return real(*args, **kwargs)
 
@@ -35,12 +35,12 @@ def _commit_one() -> None:
         audit_record(actor=ACTOR, action="iris.test.recorded", tenant_id=None, payload={"n": 1})
 
 
-def test_outside_a_request_the_commit_seals(seals) -> None:  # type: ignore[no-untyped-def]
+def test_outside_a_request_the_commit_seals(seals) -> None:
     _commit_one()
     assert seals == ["seal"]
 
 
-def test_inside_a_request_the_seal_waits_for_the_answer(seals) -> None:  # type: ignore[no-untyped-def]
+def test_inside_a_request_the_seal_waits_for_the_answer(seals) -> None:
     request_started.send(sender=None)
     _commit_one()
     _commit_one()
@@ -52,7 +52,7 @@ def test_inside_a_request_the_seal_waits_for_the_answer(seals) -> None:  # type:
     assert seals == ["seal", "seal"]
 
 
-def test_a_request_that_committed_nothing_does_not_seal(seals) -> None:  # type: ignore[no-untyped-def]
+def test_a_request_that_committed_nothing_does_not_seal(seals) -> None:
     request_started.send(sender=None)
     request_finished.send(sender=None)
     assert seals == []

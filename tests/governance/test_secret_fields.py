@@ -77,12 +77,12 @@ class Field:
     send: Callable[[Any, APIClient, Any, str], Any]  # (world, client, member, text) -> response
 
 
-def _write(client: APIClient, body: dict[str, Any]):  # type: ignore[no-untyped-def]
+def _write(client: APIClient, body: dict[str, Any]):
     return client.post("/api/v1/memories", body, format="json")
 
 
 def _write_with(**extra: Any) -> Callable[[Any, APIClient, Any, str], Any]:
-    def send(world, client, member, text):  # type: ignore[no-untyped-def]
+    def send(world, client, member, text):
         body = payload(member)
         for key, value in extra.items():
             body[key] = value(member, text) if callable(value) else value
@@ -96,7 +96,7 @@ def _scope(kind: str, name: str) -> Callable[[Any, str], dict[str, str]]:
 
 
 def _patch(field: str) -> Callable[[Any, APIClient, Any, str], Any]:
-    def send(world, client, member, text):  # type: ignore[no-untyped-def]
+    def send(world, client, member, text):
         body: dict[str, Any] = {"userId": str(member.public_id)}
         if field == "relationshipNote":
             body["multiActor"] = {"relationshipNote": text}
@@ -127,7 +127,7 @@ def _token(member: Any, **changes: Any) -> dict[str, Any]:
 
 
 def _continuity(path: str) -> Callable[[Any, APIClient, Any, str], Any]:
-    def send(world, client, member, text):  # type: ignore[no-untyped-def]
+    def send(world, client, member, text):
         value = f"session:{member.public_id}:{text}" if path == "scopeKey" else text
         body = _token(member, **{path: value})
         return client.post("/api/v1/continuation-tokens", body, format="json")
@@ -136,7 +136,7 @@ def _continuity(path: str) -> Callable[[Any, APIClient, Any, str], Any]:
 
 
 def _step(field: str) -> Callable[[Any, APIClient, Any, str], Any]:
-    def send(world, client, member, text):  # type: ignore[no-untyped-def]
+    def send(world, client, member, text):
         body: dict[str, Any] = {"tool": "web.fetch", "readExternalContent": False, field: text}
         return client.post(f"/api/v1/runs/{uuid.uuid4()}/steps", body, format="json")
 
@@ -269,7 +269,7 @@ class World:
 
 
 @pytest.fixture
-def world(member) -> World:  # type: ignore[no-untyped-def]
+def world(member) -> World:
     grant_storage(member)
     entry = memory_write(
         principal=as_member(member),
@@ -314,7 +314,7 @@ def test_every_field_the_screen_lists_is_tried_with_the_corpus() -> None:
 @pytest.mark.parametrize(("field", "text", "value"), CASES)
 def test_a_credential_in_any_stored_field_is_refused_like_one_in_the_body(
     surface_api, member, world, field, text, value
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     before = _stored()
     response = field.send(world, surface_api, member, text)
 
@@ -338,7 +338,7 @@ def test_a_credential_in_any_stored_field_is_refused_like_one_in_the_body(
     assert find_in_database(needle) == []
 
 
-def test_a_field_format_refusal_also_stores_nothing(surface_api, member, world) -> None:  # type: ignore[no-untyped-def]
+def test_a_field_format_refusal_also_stores_nothing(surface_api, member, world) -> None:
     line, value = next((line, value) for line, value in SECRETS if ":" in line)
     body = payload(member, scope={"kind": "notebook", "userId": str(member.public_id)})
     body["scope"]["notebookId"] = line
@@ -350,7 +350,7 @@ def test_a_field_format_refusal_also_stores_nothing(surface_api, member, world) 
 @pytest.mark.parametrize(("line", "value"), [s for s in SECRETS if len(s[0]) <= 200][:12])
 def test_a_credential_in_a_consent_witness_is_refused_and_never_stored(
     member, make_operator, line, value
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     operator = make_operator("support")
     principal = Principal(
         kind="operator",

@@ -204,7 +204,7 @@ SECRET_BODY = "note to self: pwd=Xy7_q2Lm9 for the router"
 SECRET_VALUE = "Xy7_q2Lm9"
 
 
-def _write(member, tenant, text: str, **attributes) -> Operation:  # type: ignore[no-untyped-def]
+def _write(member, tenant, text: str, **attributes) -> Operation:
     return Operation(
         name="memory_write",
         effect=Effect.WRITE,
@@ -225,7 +225,7 @@ def _audit_dump() -> str:
 
 def test_a_write_holding_a_credential_is_refused_naming_the_kind_not_the_value(
     member, tenant
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     with pytest.raises(Denied) as refused:
         govern(Hook.PRE_WRITE, _write(member, tenant, SECRET_BODY))
 
@@ -240,18 +240,18 @@ def test_a_write_holding_a_credential_is_refused_naming_the_kind_not_the_value(
     assert SECRET_VALUE not in _audit_dump()
 
 
-def test_a_write_without_a_credential_passes_the_screen(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_write_without_a_credential_passes_the_screen(member, tenant) -> None:
     decisions = govern(Hook.PRE_WRITE, _write(member, tenant, "I like green tea"))
     assert any(d.check == "secret-screen" and d.verdict == "allow" for d in decisions)
 
 
-def test_the_screen_runs_at_pre_write_only(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_the_screen_runs_at_pre_write_only(member, tenant) -> None:
     op = _write(member, tenant, SECRET_BODY)
     decisions = govern(Hook.POST_OPERATION, op)
     assert all(d.check != "secret-screen" for d in decisions)
 
 
-def test_a_declared_secret_field_is_vaulted_and_the_body_becomes_a_handle(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_declared_secret_field_is_vaulted_and_the_body_becomes_a_handle(member, tenant) -> None:
     decisions = govern(
         Hook.PRE_WRITE,
         _write(member, tenant, SECRET_BODY, declared_secret_fields=("body",)),
@@ -275,7 +275,7 @@ def test_a_declared_secret_field_is_vaulted_and_the_body_becomes_a_handle(member
     assert SECRET_VALUE not in _audit_dump()
 
 
-def test_a_declared_field_that_is_not_in_the_write_is_a_400(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_declared_field_that_is_not_in_the_write_is_a_400(member, tenant) -> None:
     with pytest.raises(ValidationFailed) as bad:
         store_declared_secrets(
             tenant=tenant, owner=member, fields={"body": "x"}, declared=["password"]
@@ -283,7 +283,7 @@ def test_a_declared_field_that_is_not_in_the_write_is_a_400(member, tenant) -> N
     assert bad.value.field == "secretFields"
 
 
-def test_declaring_another_field_does_not_let_the_body_through(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_declaring_another_field_does_not_let_the_body_through(member, tenant) -> None:
     with pytest.raises(Denied):
         govern(
             Hook.PRE_WRITE,
@@ -291,7 +291,7 @@ def test_declaring_another_field_does_not_let_the_body_through(member, tenant) -
         )
 
 
-def test_a_declared_field_is_matched_by_name_not_by_substring(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_declared_field_is_matched_by_name_not_by_substring(member, tenant) -> None:
     govern(Hook.PRE_WRITE, _write(member, tenant, SECRET_BODY, declared_secret_fields="body"))
     with pytest.raises(Denied):
         govern(

@@ -14,7 +14,7 @@ from django.core.management import call_command
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_real_celery_worker_runs_a_task(require_redis, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_real_celery_worker_runs_a_task(require_redis, tmp_path, monkeypatch) -> None:
     from governance.tasks import ping
     from iris_site.celery import app
 
@@ -74,7 +74,7 @@ def test_production_settings_use_the_redis_broker_or_run_eagerly() -> None:
         assert done.stdout.strip().splitlines()[-1] == expected, done.stderr
 
 
-def test_check_deploy_prints_no_warning_with_production_env(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_check_deploy_prints_no_warning_with_production_env(tmp_path) -> None:
     from cryptography.fernet import Fernet
 
     env = {
@@ -102,7 +102,7 @@ def test_check_deploy_prints_no_warning_with_production_env(tmp_path) -> None:  
     assert "no issues" in output
 
 
-def _manage(args: list[str], tmp_path, **env_vars: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def _manage(args: list[str], tmp_path, **env_vars: str) -> subprocess.CompletedProcess[str]:
     env = {
         k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "IRIS_MASTER_KEY", "DEBUG"}
     }
@@ -118,7 +118,7 @@ def _manage(args: list[str], tmp_path, **env_vars: str) -> subprocess.CompletedP
     )
 
 
-def test_production_refuses_to_start_without_secrets_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_production_refuses_to_start_without_secrets_in_one_line(tmp_path) -> None:
     done = _manage(["check"], tmp_path, DEBUG="0", IRIS_ENV_FILE=os.devnull)
     assert done.returncode != 0
     assert done.stderr.startswith("iris: SECRET_KEY must be set when DEBUG is off")
@@ -126,14 +126,14 @@ def test_production_refuses_to_start_without_secrets_in_one_line(tmp_path) -> No
     assert "Traceback" not in done.stderr
 
 
-def test_a_checkout_without_environment_says_how_to_get_development_mode(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_checkout_without_environment_says_how_to_get_development_mode(tmp_path) -> None:
     done = _manage(["create_surface_client", "--tenant", "x"], tmp_path, IRIS_ENV_FILE=os.devnull)
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert "make run" in done.stderr
 
 
-def test_commands_run_in_development_mode_from_the_env_file_make_run_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_commands_run_in_development_mode_from_the_env_file_make_run_writes(tmp_path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("# Written by make run\nDEBUG=1\n")
     done = _manage(["check"], tmp_path, IRIS_ENV_FILE=str(env_file))
@@ -153,7 +153,7 @@ def test_make_run_writes_the_development_env_file_and_git_ignores_it() -> None:
 
 
 @pytest.mark.django_db
-def test_setup_commands_create_what_they_say(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_setup_commands_create_what_they_say(capsys) -> None:
     from governance.models import SurfaceClient, Tenant, User
 
     call_command("create_tenant", "initech", "--name", "Initech")
@@ -173,7 +173,7 @@ def test_setup_commands_create_what_they_say(capsys) -> None:  # type: ignore[no
 
 
 @pytest.mark.django_db
-def test_operator_permissions_stay_inside_their_tenant(tenant, other_tenant, make_operator) -> None:  # type: ignore[no-untyped-def]
+def test_operator_permissions_stay_inside_their_tenant(tenant, other_tenant, make_operator) -> None:
     legal = make_operator("legal")
     support = make_operator("support")
     assert legal.has_perm("governance.work_data_rights", tenant)
@@ -183,7 +183,7 @@ def test_operator_permissions_stay_inside_their_tenant(tenant, other_tenant, mak
 
 
 @pytest.mark.django_db
-def test_seed_demo_prints_logins(capsys, settings) -> None:  # type: ignore[no-untyped-def]
+def test_seed_demo_prints_logins(capsys, settings) -> None:
     settings.DEBUG = True  # seed_demo refuses to run without it
     call_command("seed_demo")
     out = capsys.readouterr().out
@@ -197,7 +197,7 @@ def test_seed_demo_prints_logins(capsys, settings) -> None:  # type: ignore[no-u
     assert MemoryEntry.objects.filter(member=member, is_current=True).count() == 5
 
 
-def test_production_refuses_to_start_without_a_broker(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_production_refuses_to_start_without_a_broker(tmp_path) -> None:
     done = _manage(
         ["check"],
         tmp_path,

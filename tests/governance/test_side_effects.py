@@ -67,7 +67,7 @@ def deleted(member: User) -> int:
 
 
 @pytest.fixture
-def registry(monkeypatch):  # type: ignore[no-untyped-def]
+def registry(monkeypatch):
     monkeypatch.setattr(operations, "_RESUMABLE", {})
 
     def resume(call: Resume) -> Any:
@@ -82,7 +82,7 @@ def registry(monkeypatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_row_is_committed_before_the_call_runs(member) -> None:  # type: ignore[no-untyped-def]
+def test_the_row_is_committed_before_the_call_runs(member) -> None:
     seen: list[tuple[str, bool]] = []
 
     def body(member: User) -> dict[str, int]:
@@ -103,7 +103,7 @@ def test_the_row_is_committed_before_the_call_runs(member) -> None:  # type: ign
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("how", ["save", "create"])
-def test_a_call_whose_row_cannot_be_written_does_not_run(member, monkeypatch, how) -> None:  # type: ignore[no-untyped-def]
+def test_a_call_whose_row_cannot_be_written_does_not_run(member, monkeypatch, how) -> None:
     def fail(*args: Any, **kwargs: Any) -> None:
         raise DatabaseError("disk full")
 
@@ -127,7 +127,7 @@ def test_a_call_whose_row_cannot_be_written_does_not_run(member, monkeypatch, ho
 
 
 @pytest.mark.django_db
-def test_a_row_cannot_ride_in_the_callers_transaction(member) -> None:  # type: ignore[no-untyped-def]
+def test_a_row_cannot_ride_in_the_callers_transaction(member) -> None:
     # Inside an open transaction the row could roll back with the call: refuse instead.
     op = destructive_op(job(member), member)
     with pytest.raises(Denied) as caught, transaction.atomic(durable=True):
@@ -137,7 +137,7 @@ def test_a_row_cannot_ride_in_the_callers_transaction(member) -> None:  # type: 
 
 
 @pytest.mark.django_db
-def test_ledger_off_refuses_destructive_calls(member, settings) -> None:  # type: ignore[no-untyped-def]
+def test_ledger_off_refuses_destructive_calls(member, settings) -> None:
     settings.IRIS_SIDE_EFFECT_LEDGER = False
     with pytest.raises(Denied) as caught:
         hard_delete(job(member), member)
@@ -161,7 +161,7 @@ def write_op(member: User) -> Operation:
 
 
 @pytest.mark.django_db
-def test_plain_writes_leave_no_row_by_default(member, settings) -> None:  # type: ignore[no-untyped-def]
+def test_plain_writes_leave_no_row_by_default(member, settings) -> None:
     assert run_write(write_op(member), lambda: {"written": 1}) == {"written": 1}
     settings.IRIS_SIDE_EFFECT_LEDGER = False
     assert run_write(write_op(member), lambda: {"written": 1}) == {"written": 1}
@@ -169,7 +169,7 @@ def test_plain_writes_leave_no_row_by_default(member, settings) -> None:  # type
 
 
 @pytest.mark.django_db
-def test_ledger_all_records_every_writes_side_effects(member, settings) -> None:  # type: ignore[no-untyped-def]
+def test_ledger_all_records_every_writes_side_effects(member, settings) -> None:
     settings.IRIS_SIDE_EFFECT_LEDGER_ALL = True
     run_write(write_op(member), lambda: {"written": 1, "superseded": 1})
     with side_effect(write_op(member)) as entry:
@@ -185,7 +185,7 @@ def test_ledger_all_records_every_writes_side_effects(member, settings) -> None:
 
 
 @pytest.mark.django_db
-def test_a_call_that_fails_marks_its_row_failed(member) -> None:  # type: ignore[no-untyped-def]
+def test_a_call_that_fails_marks_its_row_failed(member) -> None:
     def boom(member: User) -> None:
         raise ValueError("no such entry")
 
@@ -196,7 +196,7 @@ def test_a_call_that_fails_marks_its_row_failed(member) -> None:  # type: ignore
 
 
 @pytest.mark.django_db
-def test_a_denied_check_stops_the_operation_with_nothing_written(member, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_denied_check_stops_the_operation_with_nothing_written(member, monkeypatch) -> None:
     class RefuseEverything(Check):
         name = "test-refuse"
         priority = 99
@@ -239,7 +239,7 @@ def hard_delete_with(func: Any, member: User) -> Any:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_resume_operations_completes_a_crashed_call(member, registry, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_resume_operations_completes_a_crashed_call(member, registry, capsys) -> None:
     row = crash_mid_call(member)
     assert deleted(member) == 0
     call_command("resume_operations", "--older-than-minutes", "10")
@@ -257,7 +257,7 @@ def test_resume_operations_completes_a_crashed_call(member, registry, capsys) ->
 @pytest.mark.django_db(transaction=True)
 def test_resume_operations_marks_failed_what_nothing_can_complete(
     member, monkeypatch, capsys
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setattr(operations, "_RESUMABLE", {})
     row = crash_mid_call(member)
     call_command("resume_operations")
@@ -269,7 +269,7 @@ def test_resume_operations_marks_failed_what_nothing_can_complete(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_resume_leaves_young_rows_and_gives_up_after_attempts(member, registry) -> None:  # type: ignore[no-untyped-def]
+def test_resume_leaves_young_rows_and_gives_up_after_attempts(member, registry) -> None:
     row = crash_mid_call(member)
     assert side_effects_resume(older_than_minutes=120).completed == 0
     SideEffect.objects.filter(pk=row.pk).update(attempts=3)
@@ -281,7 +281,7 @@ def test_resume_leaves_young_rows_and_gives_up_after_attempts(member, registry) 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_resumed_call_that_is_refused_marks_the_row_failed(member, registry, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_resumed_call_that_is_refused_marks_the_row_failed(member, registry, settings) -> None:
     row = crash_mid_call(member)
     settings.IRIS_SIDE_EFFECT_LEDGER = False
     assert side_effects_resume(older_than_minutes=10).failed == 1
@@ -290,7 +290,7 @@ def test_a_resumed_call_that_is_refused_marks_the_row_failed(member, registry, s
 
 
 @pytest.mark.django_db
-def test_resume_operations_command_input(member, other_tenant, registry) -> None:  # type: ignore[no-untyped-def]
+def test_resume_operations_command_input(member, other_tenant, registry) -> None:
     with pytest.raises(CommandError):
         call_command("resume_operations", "--tenant", "no-such-tenant")
     with pytest.raises(CommandError):

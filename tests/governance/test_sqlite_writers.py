@@ -16,7 +16,7 @@ WRITERS = 4
 
 
 @pytest.fixture
-def sqlite_file(tmp_path, django_db_blocker):  # type: ignore[no-untyped-def]
+def sqlite_file(tmp_path, django_db_blocker):
     alias = "sqlite_writers"
     config = {
         **connections.settings["default"],
@@ -41,7 +41,7 @@ def test_the_sqlite_settings_begin_transactions_immediately() -> None:
 
 def test_concurrent_writers_on_sqlite_wait_instead_of_failing(
     sqlite_file, django_db_blocker
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     alias = sqlite_file
     start = threading.Barrier(WRITERS)
     errors: list[str] = []

@@ -27,7 +27,7 @@ def run(*args: str) -> str:
     return out.getvalue()
 
 
-def api_status(token: str, member) -> int:  # type: ignore[no-untyped-def]
+def api_status(token: str, member) -> int:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     return client.get("/api/v1/consents/active", {"userId": str(member.public_id)}).status_code
@@ -40,7 +40,7 @@ def revocations() -> list[AuditEvent]:
 # -- revoke and list -----------------------------------------------------------------------
 
 
-def test_revoked_token_gets_401_on_the_api(surface_token, member) -> None:  # type: ignore[no-untyped-def]
+def test_revoked_token_gets_401_on_the_api(surface_token, member) -> None:
     assert api_status(surface_token, member) == 200
     out = run("revoke_surface_client", surface_token[:12])
     client = SurfaceClient.objects.get()
@@ -51,7 +51,7 @@ def test_revoked_token_gets_401_on_the_api(surface_token, member) -> None:  # ty
     assert event.reason_code == "assistant" and surface_token not in str(event.payload)
 
 
-def test_revoking_twice_changes_nothing_and_writes_one_event(surface_token) -> None:  # type: ignore[no-untyped-def]
+def test_revoking_twice_changes_nothing_and_writes_one_event(surface_token) -> None:
     client_id = str(SurfaceClient.objects.get().id)
     run("revoke_surface_client", client_id)
     first = SurfaceClient.objects.get().revoked_at
@@ -63,19 +63,19 @@ def test_revoking_twice_changes_nothing_and_writes_one_event(surface_token) -> N
 
 def test_revoking_one_client_leaves_the_others(
     surface_token, foreign_surface_token, foreign_member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     run("revoke_surface_client", surface_token)  # the whole token works too: cut to its prefix
     assert api_status(foreign_surface_token, foreign_member) == 200
 
 
-def test_revoke_names_what_it_cannot_find(surface_token) -> None:  # type: ignore[no-untyped-def]
+def test_revoke_names_what_it_cannot_find(surface_token) -> None:
     for ident in ("iris_nothing", "3f0c1e4e-0000-4000-8000-000000000000", "iris"):
         with pytest.raises(CommandError, match="No surface client"):
             run("revoke_surface_client", ident)
     assert not revocations()
 
 
-def test_an_ambiguous_prefix_is_refused(tenant, surface_token) -> None:  # type: ignore[no-untyped-def]
+def test_an_ambiguous_prefix_is_refused(tenant, surface_token) -> None:
     SurfaceClient.objects.create(
         tenant=tenant, surface="tara", token_hash="0" * 64, token_prefix=surface_token[:12]
     )
@@ -84,7 +84,7 @@ def test_an_ambiguous_prefix_is_refused(tenant, surface_token) -> None:  # type:
     assert not SurfaceClient.objects.filter(revoked_at__isnull=False).exists()
 
 
-def test_the_listing_shows_clients_but_never_a_token(surface_token, foreign_surface_token) -> None:  # type: ignore[no-untyped-def]
+def test_the_listing_shows_clients_but_never_a_token(surface_token, foreign_surface_token) -> None:
     run("revoke_surface_client", surface_token[:12])
     out = run("list_surface_clients")
     lines = out.strip().splitlines()
@@ -103,7 +103,7 @@ def test_the_listing_shows_clients_but_never_a_token(surface_token, foreign_surf
 # -- seed_demo -----------------------------------------------------------------------------
 
 
-def test_seed_demo_is_refused_without_debug(settings) -> None:  # type: ignore[no-untyped-def]
+def test_seed_demo_is_refused_without_debug(settings) -> None:
     settings.DEBUG = False
     with pytest.raises(CommandError, match="DEBUG"):
         call_command("seed_demo")
@@ -111,7 +111,7 @@ def test_seed_demo_is_refused_without_debug(settings) -> None:  # type: ignore[n
     assert not User.objects.filter(username__startswith="demo-").exists()
 
 
-def test_seed_demo_refusal_is_one_line_and_a_failing_exit(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_seed_demo_refusal_is_one_line_and_a_failing_exit(tmp_path) -> None:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "iris_site.settings_test",
@@ -137,7 +137,7 @@ def test_seed_demo_refusal_is_one_line_and_a_failing_exit(tmp_path) -> None:  # 
     assert not (tmp_path / "never-created.sqlite3").exists()
 
 
-def test_seed_demo_prints_tenant_and_user_id_and_keeps_one_live_token(settings) -> None:  # type: ignore[no-untyped-def]
+def test_seed_demo_prints_tenant_and_user_id_and_keeps_one_live_token(settings) -> None:
     settings.DEBUG = True
     first = run("seed_demo")
     member = User.objects.get(username="demo-member")

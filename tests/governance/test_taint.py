@@ -106,19 +106,19 @@ def corrections() -> int:
 
 
 @pytest.fixture
-def registry(monkeypatch):  # type: ignore[no-untyped-def]
+def registry(monkeypatch):
     monkeypatch.setattr(operations, "_RESUMABLE", {})
     register_resumable("memory.correct", _resume_correct)
 
 
 @pytest.fixture
-def surface(surface_token) -> Principal:  # type: ignore[no-untyped-def]
+def surface(surface_token) -> Principal:
     client = SurfaceClient.objects.get()
     return Principal("surface", client.id, client.tenant_id, surface=client.surface)
 
 
 @pytest.fixture
-def tainted_run(surface) -> str:  # type: ignore[no-untyped-def]
+def tainted_run(surface) -> str:
     run_id = str(uuid.uuid4())
     run_step_record(
         principal=surface, run_id=run_id, tool="memory_recall", read_external_content=False
@@ -130,7 +130,7 @@ def tainted_run(surface) -> str:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def clean_run(surface) -> str:  # type: ignore[no-untyped-def]
+def clean_run(surface) -> str:
     run_id = str(uuid.uuid4())
     run_step_record(
         principal=surface, run_id=run_id, tool="calendar_read", read_external_content=False
@@ -175,7 +175,7 @@ def test_default_policy_is_the_three_memory_writes() -> None:
 
 @pytest.mark.parametrize("name", HELD)
 @pytest.mark.parametrize("hook", [Hook.PRE_WRITE, Hook.PRE_DESTRUCTIVE])
-def test_taint_holds_the_three_writes(surface, member, tainted_run, name, hook) -> None:  # type: ignore[no-untyped-def]
+def test_taint_holds_the_three_writes(surface, member, tainted_run, name, hook) -> None:
     decision = TaintHold().evaluate(
         hook, op_named(name, Effect.WRITE, surface, member, tainted_run)
     )
@@ -186,7 +186,7 @@ def test_taint_holds_the_three_writes(surface, member, tainted_run, name, hook) 
 
 
 @pytest.mark.parametrize(("name", "effect"), NOT_HELD)
-def test_taint_holds_nothing_else(surface, member, tainted_run, name, effect) -> None:  # type: ignore[no-untyped-def]
+def test_taint_holds_nothing_else(surface, member, tainted_run, name, effect) -> None:
     op = op_named(name, effect, surface, member, tainted_run)
     for hook in (Hook.PRE_WRITE, Hook.PRE_DESTRUCTIVE):
         assert TaintHold().evaluate(hook, op) is None
@@ -196,7 +196,7 @@ def test_taint_holds_nothing_else(surface, member, tainted_run, name, effect) ->
 @pytest.mark.parametrize("name", HELD)
 def test_the_same_call_in_a_clean_run_or_no_run_is_unchanged(
     surface, member, clean_run, name
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     assert (
         TaintHold().evaluate(
             Hook.PRE_WRITE, op_named(name, Effect.WRITE, surface, member, clean_run)
@@ -214,14 +214,14 @@ def test_the_same_call_in_a_clean_run_or_no_run_is_unchanged(
     assert TaintHold().evaluate(Hook.PRE_WRITE, op) is None
 
 
-def test_a_clean_run_correction_runs_straight_away(surface, member, clean_run, registry) -> None:  # type: ignore[no-untyped-def]
+def test_a_clean_run_correction_runs_straight_away(surface, member, clean_run, registry) -> None:
     memory_correct(
         principal=surface, member=member, entry_id=ENTRY, body="likes tea", run_id=clean_run
     )
     assert corrections() == 1 and not Approval.objects.exists()
 
 
-def test_a_malformed_run_id_is_refused(surface, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_run_id_is_refused(surface, member) -> None:
     with pytest.raises(Denied) as caught:
         memory_correct(principal=surface, member=member, entry_id=ENTRY, body="x", run_id="run-1")
     assert caught.value.code == "run-id-invalid"
@@ -233,7 +233,7 @@ def test_a_malformed_run_id_is_refused(surface, member) -> None:  # type: ignore
 
 def test_tainted_correction_is_held_with_a_card_that_says_why(
     surface, member, tainted_run, registry
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     with pytest.raises(HeldForApproval) as caught:
         memory_correct(
             principal=surface,
@@ -258,7 +258,7 @@ def test_tainted_correction_is_held_with_a_card_that_says_why(
 
 def test_the_taint_survives_the_resume_and_one_approval_is_one_write(
     surface, member, tainted_run, registry
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     with pytest.raises(HeldForApproval) as caught:
         memory_correct(
             principal=surface,
@@ -298,7 +298,7 @@ def test_the_taint_survives_the_resume_and_one_approval_is_one_write(
     assert corrections() == 1
 
 
-def test_a_lane_that_cannot_pause_is_refused(surface, member, tainted_run) -> None:  # type: ignore[no-untyped-def]
+def test_a_lane_that_cannot_pause_is_refused(surface, member, tainted_run) -> None:
     with pytest.raises(Denied) as caught:
         memory_correct(
             principal=surface,
@@ -316,7 +316,7 @@ def test_a_lane_that_cannot_pause_is_refused(surface, member, tainted_run) -> No
 
 def test_a_tainted_destructive_call_needs_one_approval_spent_once(
     surface, member, tainted_run
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     op = Operation(
         name="memory.forget",
         effect=Effect.DESTRUCTIVE,
@@ -343,7 +343,7 @@ def test_a_tainted_destructive_call_needs_one_approval_spent_once(
 
 def test_taint_is_per_tenant(
     surface, member, foreign_surface_token, foreign_member, tainted_run
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     foreign_client = SurfaceClient.objects.exclude(tenant_id=member.tenant_id).get()
     foreign = Principal("surface", foreign_client.id, foreign_client.tenant_id, surface="assistant")
     # The same run id in another tenant is another run, and it is clean.
@@ -368,7 +368,7 @@ def test_taint_is_per_tenant(
 )
 def test_a_policy_file_names_the_held_operations(
     raw, tmp_path, settings, surface, member, tainted_run
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     policy = tmp_path / "taint-policy.yaml"
     policy.write_text(raw)
     settings.IRIS_TAINT_POLICY_PATH = policy
@@ -400,7 +400,7 @@ CANARY = "canary-7f3a-do-not-log"
 )
 def test_a_malformed_policy_falls_back_to_the_three_and_logs_no_content(
     raw, tmp_path, settings, caplog
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     policy = tmp_path / "taint-policy.yaml"
     policy.write_text(raw)
     settings.IRIS_TAINT_POLICY_PATH = policy
@@ -412,7 +412,7 @@ def test_a_malformed_policy_falls_back_to_the_three_and_logs_no_content(
     assert CANARY not in caplog.text
 
 
-def test_a_missing_policy_falls_back_to_the_three(tmp_path, settings, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_policy_falls_back_to_the_three(tmp_path, settings, caplog) -> None:
     settings.IRIS_TAINT_POLICY_PATH = tmp_path / "nowhere.yaml"
     with caplog.at_level(logging.WARNING, logger="governance.runs"):
         loaded = load_taint_policy()
@@ -433,7 +433,7 @@ def steps_url(run_id: object) -> str:
     return f"/api/v1/runs/{run_id}/steps"
 
 
-def test_a_surface_reports_steps_and_the_run_becomes_tainted(surface_api, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_reports_steps_and_the_run_becomes_tainted(surface_api, tenant) -> None:
     run_id = uuid.uuid4()
     first = surface_api.post(
         steps_url(run_id), {"tool": "calendar_read", "readExternalContent": False}, format="json"
@@ -464,7 +464,7 @@ def test_a_surface_reports_steps_and_the_run_becomes_tainted(surface_api, tenant
     assert all("skill:web-fetch" not in str(e.payload) for e in events)
 
 
-def test_steps_are_idempotent_with_a_key(surface_api) -> None:  # type: ignore[no-untyped-def]
+def test_steps_are_idempotent_with_a_key(surface_api) -> None:
     run_id = uuid.uuid4()
     body = {"tool": "web_fetch", "readExternalContent": True}
     headers = {"HTTP_IDEMPOTENCY_KEY": "step-1"}
@@ -489,7 +489,7 @@ def test_steps_are_idempotent_with_a_key(surface_api) -> None:  # type: ignore[n
         ({"tool": "web_fetch", "readExternalContent": True, "source": "s" * 201}, "source"),
     ],
 )
-def test_malformed_steps_are_refused_and_change_nothing(surface_api, body, field) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_steps_are_refused_and_change_nothing(surface_api, body, field) -> None:
     events = AuditEvent.objects.count()
     response = surface_api.post(steps_url(uuid.uuid4()), body, format="json")
     assert response.status_code == 400, response.json()
@@ -500,7 +500,7 @@ def test_malformed_steps_are_refused_and_change_nothing(surface_api, body, field
 
 
 @pytest.mark.parametrize("run_id", ["run-1", "123", "7d1c1f0e-0000-4000-8000-00000000000z"])
-def test_a_malformed_run_id_is_a_400_naming_it(surface_api, run_id) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_run_id_is_a_400_naming_it(surface_api, run_id) -> None:
     response = surface_api.post(
         steps_url(run_id), {"tool": "web_fetch", "readExternalContent": True}, format="json"
     )
@@ -509,12 +509,12 @@ def test_a_malformed_run_id_is_a_400_naming_it(surface_api, run_id) -> None:  # 
     assert not Run.objects.exists()
 
 
-def test_a_body_that_is_not_json_is_a_400(surface_api) -> None:  # type: ignore[no-untyped-def]
+def test_a_body_that_is_not_json_is_a_400(surface_api) -> None:
     response = surface_api.post(steps_url(uuid.uuid4()), "{nope", content_type="application/json")
     assert response.status_code == 400 and not Run.objects.exists()
 
 
-def test_only_surfaces_report_steps(api, member_api, make_operator) -> None:  # type: ignore[no-untyped-def]
+def test_only_surfaces_report_steps(api, member_api, make_operator) -> None:
     body = {"tool": "web_fetch", "readExternalContent": True}
     assert api.post(steps_url(uuid.uuid4()), body, format="json").status_code == 401
     assert member_api.post(steps_url(uuid.uuid4()), body, format="json").status_code == 403
@@ -523,7 +523,7 @@ def test_only_surfaces_report_steps(api, member_api, make_operator) -> None:  # 
     assert not Run.objects.exists()
 
 
-def test_the_service_refuses_non_surfaces(member) -> None:  # type: ignore[no-untyped-def]
+def test_the_service_refuses_non_surfaces(member) -> None:
     from governance.errors import Forbidden
 
     with pytest.raises(Forbidden):
@@ -535,7 +535,7 @@ def test_the_service_refuses_non_surfaces(member) -> None:  # type: ignore[no-un
         )
 
 
-def test_old_runs_are_deleted_with_their_steps(surface, tainted_run, clean_run) -> None:  # type: ignore[no-untyped-def]
+def test_old_runs_are_deleted_with_their_steps(surface, tainted_run, clean_run) -> None:
     from datetime import timedelta
 
     from django.utils import timezone

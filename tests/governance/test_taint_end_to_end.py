@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def entry(member, surface_api):  # type: ignore[no-untyped-def]
+def entry(member, surface_api):
     grant_storage(member)
     response = surface_api.post(
         "/api/v1/memories", payload(member, body="I drink oat milk"), format="json"
@@ -24,14 +24,14 @@ def entry(member, surface_api):  # type: ignore[no-untyped-def]
     return response.json()
 
 
-def _correct(client: APIClient, entry: dict, run_id: str | None, **extra):  # type: ignore[no-untyped-def]
+def _correct(client: APIClient, entry: dict, run_id: str | None, **extra):
     body = {"userId": entry["userId"], "body": "I drink soy milk", **extra}
     if run_id:
         body["runId"] = run_id
     return client.patch(f"/api/v1/memories/{entry['id']}", body, format="json")
 
 
-def _step(client: APIClient, run_id: str, external: bool):  # type: ignore[no-untyped-def]
+def _step(client: APIClient, run_id: str, external: bool):
     response = client.post(
         f"/api/v1/runs/{run_id}/steps",
         {"tool": "fetch_web_content", "readExternalContent": external},
@@ -40,7 +40,7 @@ def _step(client: APIClient, run_id: str, external: bool):  # type: ignore[no-un
     assert response.status_code in (200, 201), response.content
 
 
-def test_a_clean_run_corrects_without_asking(surface_api, entry) -> None:  # type: ignore[no-untyped-def]
+def test_a_clean_run_corrects_without_asking(surface_api, entry) -> None:
     run_id = str(uuid.uuid4())
     _step(surface_api, run_id, external=False)
     response = _correct(surface_api, entry, run_id)
@@ -50,7 +50,7 @@ def test_a_clean_run_corrects_without_asking(surface_api, entry) -> None:  # typ
 
 def test_a_tainted_run_holds_the_correction_until_the_member_approves(
     surface_api, member, entry
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     run_id = str(uuid.uuid4())
     _step(surface_api, run_id, external=True)
     held = _correct(surface_api, entry, run_id)
@@ -93,7 +93,7 @@ def test_a_tainted_run_holds_the_correction_until_the_member_approves(
     assert twice.status_code == 409
 
 
-def test_a_lane_that_cannot_pause_is_refused(surface_api, entry) -> None:  # type: ignore[no-untyped-def]
+def test_a_lane_that_cannot_pause_is_refused(surface_api, entry) -> None:
     run_id = str(uuid.uuid4())
     _step(surface_api, run_id, external=True)
     response = _correct(surface_api, entry, run_id, canPause=False)
@@ -101,7 +101,7 @@ def test_a_lane_that_cannot_pause_is_refused(surface_api, entry) -> None:  # typ
     assert Approval.objects.count() == 0
 
 
-def test_one_surface_cannot_taint_another_surfaces_run(surface_api, tenant, entry) -> None:  # type: ignore[no-untyped-def]
+def test_one_surface_cannot_taint_another_surfaces_run(surface_api, tenant, entry) -> None:
     from governance.kernel_models import Run
     from governance.services import surface_client_create
     from tests.conftest import SYSTEM

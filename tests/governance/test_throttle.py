@@ -25,7 +25,7 @@ class Clock:
 
 def throttle_class(rate: str, clock: Clock, key: str) -> type[WindowRateThrottle]:
     class Throttle(WindowRateThrottle):
-        def get_cache_key(self, request, view):  # type: ignore[no-untyped-def]
+        def get_cache_key(self, request, view):
             return key
 
     Throttle.rate = rate
@@ -54,7 +54,7 @@ def key() -> str:
         (7, 0, 59.0, 7.0),
     ],
 )
-def test_estimate_weighs_the_last_window_by_its_overlap(current, previous, elapsed, expected):  # type: ignore[no-untyped-def]
+def test_estimate_weighs_the_last_window_by_its_overlap(current, previous, elapsed, expected):
     assert estimate(current, previous, elapsed, MINUTE) == pytest.approx(expected)
 
 
@@ -67,7 +67,7 @@ def test_estimate_weighs_the_last_window_by_its_overlap(current, previous, elaps
         (2, 4, 45.0, 3, 0.0),  # already under it again
     ],
 )
-def test_retry_after_is_when_the_estimate_falls_to_the_limit(  # type: ignore[no-untyped-def]
+def test_retry_after_is_when_the_estimate_falls_to_the_limit(
     current, previous, elapsed, limit, expected
 ):
     assert retry_after(current, previous, elapsed, MINUTE, limit) == pytest.approx(expected)
@@ -79,7 +79,7 @@ def test_window_at_splits_time_into_fixed_windows() -> None:
     assert (at.index, at.elapsed) == (1, pytest.approx(1.5))
 
 
-def test_refuses_over_the_limit_and_does_not_count_refusals(key) -> None:  # type: ignore[no-untyped-def]
+def test_refuses_over_the_limit_and_does_not_count_refusals(key) -> None:
     clock = Clock(6000.0)  # the start of a window
     cls = throttle_class("3/min", clock, key)
     assert [ask(cls)[0] for _ in range(3)] == [True, True, True]
@@ -97,7 +97,7 @@ def test_refuses_over_the_limit_and_does_not_count_refusals(key) -> None:  # typ
 
 @settings(max_examples=60, deadline=None)
 @given(gaps=st.lists(st.floats(min_value=0.0, max_value=40.0), min_size=1, max_size=60))
-def test_never_more_than_the_limit_in_a_fixed_window(gaps) -> None:  # type: ignore[no-untyped-def]
+def test_never_more_than_the_limit_in_a_fixed_window(gaps) -> None:
     """The estimate is at least this window's count, so no fixed window lets more than the
     limit through, and no sliding window more than twice the limit."""
     clock = Clock(1200.0)
@@ -115,7 +115,7 @@ def test_never_more_than_the_limit_in_a_fixed_window(gaps) -> None:  # type: ign
         assert sum(1 for t in allowed_at if start <= t < start + MINUTE) <= 10
 
 
-def test_processes_share_one_count_on_redis(require_redis, key) -> None:  # type: ignore[no-untyped-def]
+def test_processes_share_one_count_on_redis(require_redis, key) -> None:
     """Every gunicorn worker counts against one limit: the counter lives in Redis and is
     incremented atomically, and it expires after the window after next."""
     redis_cache = {

@@ -41,7 +41,7 @@ def _everything_said(exc: BaseException) -> str:
     return " ".join(parts)
 
 
-def test_put_and_get_round_trip_and_store_only_ciphertext(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_put_and_get_round_trip_and_store_only_ciphertext(member, tenant) -> None:
     handle = vault_put(tenant=tenant, owner=member, purpose="tool-credential", value=VALUE)
 
     assert handle.startswith("vault://")
@@ -51,7 +51,7 @@ def test_put_and_get_round_trip_and_store_only_ciphertext(member, tenant) -> Non
     assert (row.tenant_id, row.owner_id, row.purpose) == (tenant.id, member.id, "tool-credential")
 
 
-def test_a_put_is_audited_without_its_value(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_put_is_audited_without_its_value(member, tenant) -> None:
     handle = vault_put(tenant=tenant, owner=member, purpose="tool-credential", value=VALUE)
 
     event = AuditEvent.objects.get(action="iris.vault.secret.stored")
@@ -64,7 +64,7 @@ def test_a_put_is_audited_without_its_value(member, tenant) -> None:  # type: ig
 @pytest.mark.parametrize("who", ["other_member", "foreign_member", "nobody"])
 def test_another_owner_or_tenant_gets_the_same_404_as_a_missing_handle(
     who, request, member, tenant
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     handle = vault_put(tenant=tenant, owner=member, purpose="p", value=VALUE)
     if who == "nobody":
         owner, owner_tenant = None, tenant
@@ -81,13 +81,13 @@ def test_another_owner_or_tenant_gets_the_same_404_as_a_missing_handle(
     assert VALUE not in _everything_said(not_found.value)
 
 
-def test_a_malformed_handle_is_a_404(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_handle_is_a_404(member, tenant) -> None:
     for handle in ["", "vault://", "vault://not-a-uuid", "https://example.org", "vault:/x"]:
         with pytest.raises(NotFound):
             vault_get(handle, tenant=tenant, owner=member)
 
 
-def test_a_tenant_secret_is_not_a_members_and_back(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_tenant_secret_is_not_a_members_and_back(member, tenant) -> None:
     tenant_handle = vault_put(tenant=tenant, owner=None, purpose="smtp", value=VALUE)
     member_handle = vault_put(tenant=tenant, owner=member, purpose="smtp", value=VALUE)
 
@@ -98,13 +98,13 @@ def test_a_tenant_secret_is_not_a_members_and_back(member, tenant) -> None:  # t
     assert vault_get(tenant_handle, tenant=tenant, owner=None) == VALUE
 
 
-def test_an_owner_is_never_filed_under_another_tenant(foreign_member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_an_owner_is_never_filed_under_another_tenant(foreign_member, tenant) -> None:
     with pytest.raises(ValidationFailed) as refused:
         vault_put(tenant=tenant, owner=foreign_member, purpose="p", value=VALUE)
     assert VALUE not in _everything_said(refused.value)
 
 
-def test_delete_is_scoped_and_final(member, other_member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_delete_is_scoped_and_final(member, other_member, tenant) -> None:
     handle = vault_put(tenant=tenant, owner=member, purpose="p", value=VALUE)
 
     with pytest.raises(NotFound):
@@ -118,7 +118,7 @@ def test_delete_is_scoped_and_final(member, other_member, tenant) -> None:  # ty
     assert AuditEvent.objects.filter(action="iris.vault.secret.deleted").count() == 1
 
 
-def test_purging_an_owner_deletes_their_secrets_only(member, other_member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_purging_an_owner_deletes_their_secrets_only(member, other_member, tenant) -> None:
     vault_put(tenant=tenant, owner=member, purpose="p", value=VALUE)
     member_key(tenant=tenant, owner=member, purpose="pii-token-key")
     kept = vault_put(tenant=tenant, owner=other_member, purpose="p", value=VALUE)
@@ -129,7 +129,7 @@ def test_purging_an_owner_deletes_their_secrets_only(member, other_member, tenan
     assert vault_get(kept, tenant=tenant, owner=other_member) == VALUE
 
 
-def test_values_never_appear_in_exception_messages(member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_values_never_appear_in_exception_messages(member, tenant) -> None:
     broken = "\ud800" + VALUE  # a lone surrogate cannot be encoded
     with pytest.raises(ValidationFailed) as bad_text:
         vault_put(tenant=tenant, owner=member, purpose="p", value=broken)
@@ -137,13 +137,13 @@ def test_values_never_appear_in_exception_messages(member, tenant) -> None:  # t
     assert bad_text.value.__cause__ is None and bad_text.value.__suppress_context__
 
     with pytest.raises(ValidationFailed) as bad_type:
-        vault_put(tenant=tenant, owner=member, purpose="p", value=12345)  # type: ignore[arg-type]
+        vault_put(tenant=tenant, owner=member, purpose="p", value=12345)
     assert "12345" not in _everything_said(bad_type.value)
 
 
 def test_member_keys_are_random_stable_and_per_owner_and_purpose(
     member, other_member, tenant
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     key = member_key(tenant=tenant, owner=member, purpose="pii-token-key")
 
     assert len(key) == 32
@@ -158,7 +158,7 @@ def test_member_keys_are_random_stable_and_per_owner_and_purpose(
 
 def test_rotation_prepending_a_new_key_then_dropping_the_old_still_decrypts(
     member, tenant, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     old_key = settings.IRIS_MASTER_KEY
     handles = [
         vault_put(tenant=tenant, owner=member, purpose="p", value=f"{VALUE}-{i}") for i in range(5)
@@ -178,7 +178,7 @@ def test_rotation_prepending_a_new_key_then_dropping_the_old_still_decrypts(
 
 def test_dropping_the_old_key_without_rotating_fails_without_the_value(
     member, tenant, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     handle = vault_put(tenant=tenant, owner=member, purpose="p", value=VALUE)
     settings.IRIS_MASTER_KEY = _new_key()
 
@@ -190,7 +190,7 @@ def test_dropping_the_old_key_without_rotating_fails_without_the_value(
         rotate_all()
 
 
-def test_rotate_keys_command_prints_the_count(member, tenant, settings) -> None:  # type: ignore[no-untyped-def]
+def test_rotate_keys_command_prints_the_count(member, tenant, settings) -> None:
     vault_put(tenant=tenant, owner=member, purpose="p", value=VALUE)
     vault_put(tenant=tenant, owner=None, purpose="smtp", value=VALUE)
     settings.IRIS_MASTER_KEY = f"{_new_key()},{settings.IRIS_MASTER_KEY}"
@@ -202,7 +202,7 @@ def test_rotate_keys_command_prints_the_count(member, tenant, settings) -> None:
     assert VALUE not in out.getvalue()
 
 
-def test_rotate_keys_refuses_a_bad_master_key(db, settings) -> None:  # type: ignore[no-untyped-def]
+def test_rotate_keys_refuses_a_bad_master_key(db, settings) -> None:
     settings.IRIS_MASTER_KEY = "not-a-fernet-key"
     with pytest.raises(CommandError, match="master key"):
         call_command("rotate_keys", stdout=io.StringIO())
@@ -210,7 +210,7 @@ def test_rotate_keys_refuses_a_bad_master_key(db, settings) -> None:  # type: ig
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_first_use_creates_one_member_key(require_postgres, member, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_first_use_creates_one_member_key(require_postgres, member, tenant) -> None:
     from concurrent.futures import ThreadPoolExecutor
     from threading import Barrier
 

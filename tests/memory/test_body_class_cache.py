@@ -14,7 +14,7 @@ SECRET_BODY = "my api token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
 @pytest.fixture(autouse=True)
-def _empty_cache(monkeypatch):  # type: ignore[no-untyped-def]
+def _empty_cache(monkeypatch):
     monkeypatch.setattr(recall_service, "_BODY_CLASSES", {})
 
 
@@ -24,7 +24,7 @@ def test_a_credential_is_secret_and_plain_text_personal() -> None:
     assert recall_service.body_class("I like tea in Lisbon") is Classification.PERSONAL
 
 
-def test_each_text_is_screened_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_each_text_is_screened_once(monkeypatch) -> None:
     screened: list[str] = []
     real = classify.contains_secret
 
@@ -39,7 +39,7 @@ def test_each_text_is_screened_once(monkeypatch) -> None:  # type: ignore[no-unt
     assert screened == ["I like tea", SECRET_BODY]
 
 
-def test_the_cache_holds_digests_not_text_and_stays_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_cache_holds_digests_not_text_and_stays_bounded(monkeypatch) -> None:
     monkeypatch.setattr(recall_service, "BODY_CLASSES_MAX", 4)
     for i in range(10):
         recall_service.body_class(f"note {i}")

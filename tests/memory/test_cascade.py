@@ -27,13 +27,13 @@ CANARY = "zq-cascade-canary-9931"
 
 
 @pytest.fixture
-def ready(member):  # type: ignore[no-untyped-def]
+def ready(member):
     grant_storage(member)
     grant_category(member, Category.MEDICAL)
     return member
 
 
-def write(member, body, **kw):  # type: ignore[no-untyped-def]
+def write(member, body, **kw):
     outcome = memory_write(
         principal=as_member(member), member=member, draft=draft(member, body, **kw)
     )
@@ -41,17 +41,17 @@ def write(member, body, **kw):  # type: ignore[no-untyped-def]
     return outcome.entry
 
 
-def revoke(member, consent_type: str, capture) -> None:  # type: ignore[no-untyped-def]
+def revoke(member, consent_type: str, capture) -> None:
     with capture(execute=True):
         grant(member, consent_type, status="revoked")
 
 
-def entry_ids(member) -> set:  # type: ignore[no-untyped-def]
+def entry_ids(member) -> set:
     return set(MemoryEntry.objects.filter(member=member).values_list("entry_id", flat=True))
 
 
 @pytest.fixture
-def world(ready, other_member):  # type: ignore[no-untyped-def]
+def world(ready, other_member):
     """A medical memory with two revisions, a summary derived from it, an unrelated
     memory of the same member, and another member's medical memory."""
     grant_storage(other_member)
@@ -79,7 +79,7 @@ def world(ready, other_member):  # type: ignore[no-untyped-def]
 
 def test_revoking_a_category_consent_queues_one_task_after_commit(
     ready, django_capture_on_commit_callbacks, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     queued: list[dict] = []
     monkeypatch.setattr(
         tasks.cascade_consent_revocation, "apply_async", lambda kwargs: queued.append(kwargs)
@@ -94,7 +94,7 @@ def test_revoking_a_category_consent_queues_one_task_after_commit(
 
 def test_revocation_deletes_every_revision_and_summary_and_nothing_else(
     world, ready, other_member, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     assert find_in_database(CANARY)
     revoke(ready, category_consent_type(Category.MEDICAL), django_capture_on_commit_callbacks)
 
@@ -109,7 +109,7 @@ def test_revocation_deletes_every_revision_and_summary_and_nothing_else(
 
 def test_cascade_audit_keeps_ids_and_fingerprints_only(
     world, ready, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     revoke(ready, category_consent_type(Category.MEDICAL), django_capture_on_commit_callbacks)
     deleted = memory_audits("iris.memory.entry.hard_deleted")
     assert {e.payload["entryId"] for e in deleted} == {
@@ -127,7 +127,7 @@ def test_cascade_audit_keeps_ids_and_fingerprints_only(
 
 def test_running_the_task_twice_changes_nothing(
     world, ready, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     consent_type = category_consent_type(Category.MEDICAL)
     revoke(ready, consent_type, django_capture_on_commit_callbacks)
     rows, events = MemoryEntry.objects.count(), AuditEvent.objects.count()
@@ -144,7 +144,7 @@ def test_running_the_task_twice_changes_nothing(
     assert (MemoryEntry.objects.count(), AuditEvent.objects.count()) == (rows, events)
 
 
-def test_a_crash_after_the_first_batch_is_finished_by_the_rerun(ready, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_crash_after_the_first_batch_is_finished_by_the_rerun(ready, monkeypatch) -> None:
     ids = {
         write(ready, f"{CANARY} symptom {i}", category="medical", subject=f"symptom {i}").entry_id
         for i in range(3)
@@ -153,7 +153,7 @@ def test_a_crash_after_the_first_batch_is_finished_by_the_rerun(ready, monkeypat
     real = jobs.memory_hard_delete
     calls = {"n": 0}
 
-    def dies_after_first_batch(**kwargs):  # type: ignore[no-untyped-def]
+    def dies_after_first_batch(**kwargs):
         if calls["n"] == 1:
             raise SystemExit("worker killed")
         calls["n"] += 1
@@ -184,7 +184,7 @@ def test_a_crash_after_the_first_batch_is_finished_by_the_rerun(ready, monkeypat
 
 def test_multi_actor_revocation_deletes_sensitive_interactions_only(
     ready, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     grant(ready, ConsentType.MULTI_ACTOR_SENSITIVE)
     sensitive = write(
         ready,
@@ -203,7 +203,7 @@ def test_multi_actor_revocation_deletes_sensitive_interactions_only(
     assert sensitive.entry_id not in entry_ids(ready)
 
 
-def test_cascade_for_a_member_that_no_longer_exists_does_nothing(ready) -> None:  # type: ignore[no-untyped-def]
+def test_cascade_for_a_member_that_no_longer_exists_does_nothing(ready) -> None:
     run = jobs.consent_revocation_cascade(
         tenant_id=ready.tenant_id,
         member_id=ready.pk + 999,

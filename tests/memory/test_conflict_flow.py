@@ -29,12 +29,12 @@ CITY_PARIS = "My home city is Paris"
 
 
 @pytest.fixture
-def ready(member):  # type: ignore[no-untyped-def]
+def ready(member):
     grant_storage(member)
     return member
 
 
-def write(member, body, origin, **kw):  # type: ignore[no-untyped-def]
+def write(member, body, origin, **kw):
     principal = kw.pop("principal", None) or as_surface(member)
     return memory_write(
         principal=principal,
@@ -43,7 +43,7 @@ def write(member, body, origin, **kw):  # type: ignore[no-untyped-def]
     )
 
 
-def answer(member, conflict_id, reply):  # type: ignore[no-untyped-def]
+def answer(member, conflict_id, reply):
     return memory_conflict_answer(
         principal=as_member(member), member=member, conflict_id=conflict_id, answer=reply
     )
@@ -56,7 +56,7 @@ def audited_text() -> str:
 # ------------------------------------------------------------------- one per rule
 
 
-def test_rule_1_operator_copilot_never_trumps_what_the_member_stated(ready) -> None:  # type: ignore[no-untyped-def]
+def test_rule_1_operator_copilot_never_trumps_what_the_member_stated(ready) -> None:
     stated = write(ready, CITY_BERLIN, "user-stated").entry
     outcome = write(ready, CITY_PARIS, "operator-copilot")
     assert outcome.status == "not-written"
@@ -71,7 +71,7 @@ def test_rule_1_operator_copilot_never_trumps_what_the_member_stated(ready) -> N
     assert "Paris" not in audited_text()
 
 
-def test_rule_2_explicit_statement_replaces_an_inference_without_asking(ready) -> None:  # type: ignore[no-untyped-def]
+def test_rule_2_explicit_statement_replaces_an_inference_without_asking(ready) -> None:
     imported = write(ready, CITY_BERLIN, "imported").entry
     outcome = write(ready, CITY_PARIS, "user-stated")
     assert outcome.written and outcome.reason == "explicit-beats-inferred"
@@ -80,7 +80,7 @@ def test_rule_2_explicit_statement_replaces_an_inference_without_asking(ready) -
     assert memory_audits()[-1].payload["conflict"]["rule"] == "explicit-beats-inferred"
 
 
-def test_rule_2_an_inference_against_a_stated_fact_becomes_a_question(ready) -> None:  # type: ignore[no-untyped-def]
+def test_rule_2_an_inference_against_a_stated_fact_becomes_a_question(ready) -> None:
     stated = write(ready, CITY_BERLIN, "user-stated").entry
     outcome = write(ready, CITY_PARIS, "model-inferred", session_id="s1")
     assert outcome.status == "conflict"
@@ -96,7 +96,7 @@ def test_rule_2_an_inference_against_a_stated_fact_becomes_a_question(ready) -> 
     assert "Berlin" not in audited_text() and "Paris" not in audited_text()
 
 
-def test_rule_3_a_confirmed_fact_is_kept_against_a_new_inference(ready) -> None:  # type: ignore[no-untyped-def]
+def test_rule_3_a_confirmed_fact_is_kept_against_a_new_inference(ready) -> None:
     confirmed = write(ready, CITY_BERLIN, "user-confirmed").entry
     outcome = write(ready, CITY_PARIS, "summarized-from-session")
     assert outcome.status == "conflict" and outcome.conflict.rule == "confirmed-beats-inferred"
@@ -110,14 +110,14 @@ def test_rule_3_a_confirmed_fact_is_kept_against_a_new_inference(ready) -> None:
     assert ForgottenValue.objects.filter(reason="rejected").count() == 1
 
 
-def test_rule_3_a_confirmation_replaces_an_inference(ready) -> None:  # type: ignore[no-untyped-def]
+def test_rule_3_a_confirmation_replaces_an_inference(ready) -> None:
     inferred = write(ready, CITY_BERLIN, "summarized-from-session").entry
     outcome = write(ready, CITY_PARIS, "user-confirmed")
     assert outcome.written and outcome.reason == "confirmed-beats-inferred"
     assert current(inferred.entry_id).origin == "user-confirmed"
 
 
-def test_rule_4_most_recent_wins_between_inferences_silently(ready) -> None:  # type: ignore[no-untyped-def]
+def test_rule_4_most_recent_wins_between_inferences_silently(ready) -> None:
     first = write(ready, CITY_BERLIN, "summarized-from-session").entry
     outcome = write(ready, CITY_PARIS, "imported")
     assert outcome.written and outcome.reason == "most-recent-wins"
@@ -125,7 +125,7 @@ def test_rule_4_most_recent_wins_between_inferences_silently(ready) -> None:  # 
     assert PendingConflict.objects.count() == 0
 
 
-def test_rule_4_between_the_members_own_words_asks_before_overwriting(ready) -> None:  # type: ignore[no-untyped-def]
+def test_rule_4_between_the_members_own_words_asks_before_overwriting(ready) -> None:
     stated = write(ready, CITY_BERLIN, "user-stated").entry
     outcome = write(ready, CITY_PARIS, "user-stated")
     assert outcome.status == "conflict"
@@ -146,7 +146,7 @@ def test_rule_4_between_the_members_own_words_asks_before_overwriting(ready) -> 
     assert "Paris" not in audited_text()
 
 
-def test_restating_the_same_value_changes_nothing(ready) -> None:  # type: ignore[no-untyped-def]
+def test_restating_the_same_value_changes_nothing(ready) -> None:
     stated = write(ready, CITY_BERLIN, "user-stated").entry
     outcome = write(ready, "my home city is berlin.", "user-stated")
     assert outcome.reason == "already-known" and outcome.entry.entry_id == stated.entry_id
@@ -156,14 +156,14 @@ def test_restating_the_same_value_changes_nothing(ready) -> None:  # type: ignor
 # -------------------------------------------------------------- answering questions
 
 
-def test_an_accepted_inference_becomes_user_confirmed(ready) -> None:  # type: ignore[no-untyped-def]
+def test_an_accepted_inference_becomes_user_confirmed(ready) -> None:
     write(ready, CITY_BERLIN, "user-stated")
     conflict = write(ready, CITY_PARIS, "model-inferred", session_id="s1").conflict
     entry = answer(ready, conflict.id, "update").entry
     assert (entry.body, entry.origin, entry.lifecycle) == (CITY_PARIS, "user-confirmed", "active")
 
 
-def test_the_proposal_text_is_erased_once_answered(ready) -> None:  # type: ignore[no-untyped-def]
+def test_the_proposal_text_is_erased_once_answered(ready) -> None:
     write(ready, CITY_BERLIN, "user-stated")
     conflict = write(ready, CITY_PARIS, "user-stated").conflict
     assert PendingConflict.objects.get(pk=conflict.id).proposal["body"] == CITY_PARIS
@@ -176,7 +176,7 @@ def test_the_proposal_text_is_erased_once_answered(ready) -> None:  # type: igno
     assert twice.value.code == "conflict-closed"
 
 
-def test_a_newer_contradiction_replaces_the_open_question(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_newer_contradiction_replaces_the_open_question(ready) -> None:
     write(ready, CITY_BERLIN, "user-stated")
     first = write(ready, CITY_PARIS, "user-stated").conflict
     second = write(ready, "My home city is Rome", "user-stated").conflict
@@ -185,7 +185,7 @@ def test_a_newer_contradiction_replaces_the_open_question(ready) -> None:  # typ
     assert PendingConflict.objects.get(pk=second.id).status == "open"
 
 
-def test_an_expired_or_stale_question_changes_nothing(ready) -> None:  # type: ignore[no-untyped-def]
+def test_an_expired_or_stale_question_changes_nothing(ready) -> None:
     stated = write(ready, CITY_BERLIN, "user-stated").entry
     conflict = write(ready, CITY_PARIS, "user-stated").conflict
     PendingConflict.objects.filter(pk=conflict.id).update(
@@ -209,7 +209,7 @@ def test_an_expired_or_stale_question_changes_nothing(ready) -> None:  # type: i
     assert PendingConflict.objects.get(pk=conflict.id).status == "replaced"
 
 
-def test_conflict_through_the_api_is_409_then_answered(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_conflict_through_the_api_is_409_then_answered(surface_api, ready) -> None:
     first = surface_api.post(
         "/api/v1/memories", payload(ready, body=CITY_BERLIN, category="fact"), format="json"
     )

@@ -14,7 +14,7 @@ PRIOR = "My home city is Berlin"
 
 
 @pytest.fixture
-def review_note(member):  # type: ignore[no-untyped-def]
+def review_note(member):
     """A profile memory in `admin_review`, which only operators consume: no surface reads it."""
     grant_storage(member)
     outcome = memory_write(
@@ -28,7 +28,7 @@ def review_note(member):  # type: ignore[no-untyped-def]
 
 def test_a_surface_write_never_quotes_a_prior_body_it_cannot_read(
     surface_api, member, review_note
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     readable = surface_api.get(
         f"/api/v1/memories/{review_note.entry_id}", {"userId": str(member.public_id)}
     )
@@ -43,7 +43,7 @@ def test_a_surface_write_never_quotes_a_prior_body_it_cannot_read(
 
 def test_a_surface_cannot_answer_a_question_about_a_memory_it_cannot_read(
     surface_api, member, review_note
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     asked = memory_write(
         principal=as_member(member), member=member, draft=draft(member, "My home city is Paris")
     )
@@ -58,7 +58,7 @@ def test_a_surface_cannot_answer_a_question_about_a_memory_it_cannot_read(
     assert MemoryEntry.objects.get(entry_id=review_note.entry_id, is_current=True).body == PRIOR
 
 
-def test_a_surface_still_meets_a_conflict_it_can_read(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_still_meets_a_conflict_it_can_read(surface_api, member) -> None:
     grant_storage(member)
     first = surface_api.post("/api/v1/memories", payload(member, body=PRIOR), format="json")
     assert first.status_code == 201, first.content

@@ -22,11 +22,11 @@ T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 pytestmark = pytest.mark.django_db
 
 
-def as_member(member) -> Principal:  # type: ignore[no-untyped-def]
+def as_member(member) -> Principal:
     return Principal(kind="member", id=member.public_id, tenant_id=member.tenant_id)
 
 
-def consent(member, consent_type: str, status: str = "granted") -> uuid.UUID:  # type: ignore[no-untyped-def]
+def consent(member, consent_type: str, status: str = "granted") -> uuid.UUID:
     event = consent_record(
         principal=as_member(member),
         member=member,
@@ -38,7 +38,7 @@ def consent(member, consent_type: str, status: str = "granted") -> uuid.UUID:  #
     return event.id
 
 
-def token(member, **changes: Any) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def token(member, **changes: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "userId": str(member.public_id),
         "scopeKey": f"session:{member.public_id}:s-1",
@@ -57,7 +57,7 @@ def token(member, **changes: Any) -> dict[str, Any]:  # type: ignore[no-untyped-
     return body
 
 
-def post(client: APIClient, body: dict[str, Any], key: str | None = None):  # type: ignore[no-untyped-def]
+def post(client: APIClient, body: dict[str, Any], key: str | None = None):
     headers = {"HTTP_IDEMPOTENCY_KEY": key} if key else {}
     return client.post(URL, body, format="json", **headers)
 
@@ -67,7 +67,7 @@ def post(client: APIClient, body: dict[str, Any], key: str | None = None):  # ty
 
 def test_a_surface_writes_a_token_and_another_device_resumes_at_its_anchor(
     surface_api, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     written = post(surface_api, token(member), key="k-1")
     assert written.status_code == 201, written.json()
     body = written.json()
@@ -90,7 +90,7 @@ def test_a_surface_writes_a_token_and_another_device_resumes_at_its_anchor(
     assert AuditEvent.objects.filter(action="iris.memory.continuation.written").count() == 1
 
 
-def test_a_member_session_writes_and_reads_its_own_tokens(member_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_member_session_writes_and_reads_its_own_tokens(member_api, member) -> None:
     assert post(member_api, token(member)).status_code == 201
     listed = member_api.get(URL)
     assert [t["userId"] for t in listed.json()["results"]] == [str(member.public_id)]
@@ -98,7 +98,7 @@ def test_a_member_session_writes_and_reads_its_own_tokens(member_api, member) ->
 
 def test_replaying_an_idempotency_key_returns_the_first_answer_and_writes_once(
     surface_api, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     first = post(surface_api, token(member), key="same")
     again = post(surface_api, token(member), key="same")
     assert again.status_code == first.status_code == 201
@@ -133,7 +133,7 @@ BAD = [
 @pytest.mark.parametrize(("changes", "field", "rule"), BAD)
 def test_bad_input_is_a_400_naming_the_rule_and_writes_nothing(
     surface_api, member, changes: dict[str, Any], field: str, rule: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     response = post(surface_api, token(member, **changes), key=f"bad-{rule}")
     assert response.status_code == 400
     assert response["Content-Type"] == "application/problem+json"
@@ -143,7 +143,7 @@ def test_bad_input_is_a_400_naming_the_rule_and_writes_nothing(
     assert not AuditEvent.objects.filter(action__startswith="iris.memory.continuation").exists()
 
 
-def test_two_devices_within_the_window_the_later_wins_and_is_told(member) -> None:  # type: ignore[no-untyped-def]
+def test_two_devices_within_the_window_the_later_wins_and_is_told(member) -> None:
     surface = Principal(kind="surface", id=uuid.uuid4(), tenant_id=member.tenant_id)
     phone = services.continuation_token_write(
         principal=surface, member=member, payload=token(member), now=T0
@@ -162,7 +162,7 @@ def test_two_devices_within_the_window_the_later_wins_and_is_told(member) -> Non
     assert (stored.device_id, stored.revision) == ("laptop-1", 2)
 
 
-def test_a_write_overtaken_in_flight_is_superseded_and_gets_the_winning_token(member) -> None:  # type: ignore[no-untyped-def]
+def test_a_write_overtaken_in_flight_is_superseded_and_gets_the_winning_token(member) -> None:
     surface = Principal(kind="surface", id=uuid.uuid4(), tenant_id=member.tenant_id)
     services.continuation_token_write(
         principal=surface,
@@ -181,7 +181,7 @@ def test_a_write_overtaken_in_flight_is_superseded_and_gets_the_winning_token(me
 
 def test_a_write_outside_the_window_replaces_without_a_notice(
     surface_api, member, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     settings.IRIS_CONTINUITY_CONFLICT_WINDOW_SECONDS = 0
     post(surface_api, token(member))
     second = post(surface_api, token(member, deviceId="laptop-1"))
@@ -189,7 +189,7 @@ def test_a_write_outside_the_window_replaces_without_a_notice(
     assert (second.json()["outcome"], second.json()["conflictNotice"]) == ("written", None)
 
 
-def test_the_api_answers_a_conflict_with_the_notice(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_answers_a_conflict_with_the_notice(surface_api, member) -> None:
     post(surface_api, token(member))
     second = post(surface_api, token(member, deviceId="laptop-1"))
     notice = second.json()["conflictNotice"]
@@ -200,7 +200,7 @@ def test_the_api_answers_a_conflict_with_the_notice(surface_api, member) -> None
 
 def test_switching_cross_device_sync_off_refuses_writes_and_hides_tokens(
     surface_api, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     post(surface_api, token(member))
     opt_out_record(
         principal=as_member(member),
@@ -220,7 +220,7 @@ def test_switching_cross_device_sync_off_refuses_writes_and_hides_tokens(
 # ---------------------------------------------------------------------------- reads
 
 
-def test_reads_are_newest_first_per_surface_or_all_and_limited(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_reads_are_newest_first_per_surface_or_all_and_limited(surface_api, member) -> None:
     surface = Principal(kind="surface", id=uuid.uuid4(), tenant_id=member.tenant_id)
     for minutes, (scope, app) in enumerate(
         [("s-1", "tara"), ("s-2", "tara"), ("s-3", "nisaba"), ("s-4", "tara")]
@@ -247,7 +247,7 @@ def test_reads_are_newest_first_per_surface_or_all_and_limited(surface_api, memb
 
 def test_revoked_cross_device_consent_stops_sensitive_tokens_written_and_returned(
     surface_api, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     grant = consent(member, ConsentType.CROSS_DEVICE)
     sensitive = token(
         member,
@@ -276,7 +276,7 @@ def test_revoked_cross_device_consent_stops_sensitive_tokens_written_and_returne
 
 def test_revoking_a_category_consent_deletes_tokens_carrying_it(
     surface_api, member, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     grant = consent(member, ConsentType.CROSS_DEVICE)
     consent(member, "category:medical")
     post(
@@ -291,7 +291,7 @@ def test_revoking_a_category_consent_deletes_tokens_carrying_it(
 # ---------------------------------------------------------------------- forget, expiry
 
 
-def test_forget_deletes_every_token_of_the_member_only(member, other_member) -> None:  # type: ignore[no-untyped-def]
+def test_forget_deletes_every_token_of_the_member_only(member, other_member) -> None:
     surface = Principal(kind="surface", id=uuid.uuid4(), tenant_id=member.tenant_id)
     for person in (member, other_member):
         services.continuation_token_write(principal=surface, member=person, payload=token(person))
@@ -300,7 +300,7 @@ def test_forget_deletes_every_token_of_the_member_only(member, other_member) -> 
     assert services.continuation_tokens_forget(principal=as_member(member), member=member) == 0
 
 
-def test_a_member_forgets_every_token_through_the_api(member_api, member, other_member) -> None:  # type: ignore[no-untyped-def]
+def test_a_member_forgets_every_token_through_the_api(member_api, member, other_member) -> None:
     surface = Principal(kind="surface", id=uuid.uuid4(), tenant_id=member.tenant_id)
     services.continuation_token_write(
         principal=surface, member=other_member, payload=token(other_member)
@@ -312,7 +312,7 @@ def test_a_member_forgets_every_token_through_the_api(member_api, member, other_
     assert list(ContinuationToken.objects.values_list("member", flat=True)) == [other_member.pk]
 
 
-def test_expiry_deletes_old_tokens_in_batches_and_records_a_run(member, settings) -> None:  # type: ignore[no-untyped-def]
+def test_expiry_deletes_old_tokens_in_batches_and_records_a_run(member, settings) -> None:
     settings.IRIS_CONTINUITY_TOKEN_TTL_DAYS = 30
     surface = Principal(kind="surface", id=uuid.uuid4(), tenant_id=member.tenant_id)
     for day in range(5):
@@ -338,12 +338,12 @@ def test_expiry_deletes_old_tokens_in_batches_and_records_a_run(member, settings
 # ---------------------------------------------------------------------- the checklist
 
 
-def test_anonymous_is_refused(api, member) -> None:  # type: ignore[no-untyped-def]
+def test_anonymous_is_refused(api, member) -> None:
     assert post(api, token(member)).status_code == 401
     assert api.get(URL, {"userId": str(member.public_id)}).status_code == 401
 
 
-def test_another_tenants_surface_gets_404(foreign_surface_token, member) -> None:  # type: ignore[no-untyped-def]
+def test_another_tenants_surface_gets_404(foreign_surface_token, member) -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {foreign_surface_token}")
     assert post(client, token(member)).status_code == 404
@@ -351,12 +351,12 @@ def test_another_tenants_surface_gets_404(foreign_surface_token, member) -> None
     assert not ContinuationToken.objects.exists()
 
 
-def test_a_surface_naming_another_tenants_member_gets_404(surface_api, foreign_member) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_naming_another_tenants_member_gets_404(surface_api, foreign_member) -> None:
     assert post(surface_api, token(foreign_member)).status_code == 404
     assert surface_api.get(URL, {"userId": str(foreign_member.public_id)}).status_code == 404
 
 
-def test_a_member_session_cannot_act_for_another_member(member_api, other_member) -> None:  # type: ignore[no-untyped-def]
+def test_a_member_session_cannot_act_for_another_member(member_api, other_member) -> None:
     assert post(member_api, token(other_member)).status_code == 404
     assert member_api.get(URL, {"userId": str(other_member.public_id)}).status_code == 404
     assert not ContinuationToken.objects.exists()
@@ -364,13 +364,13 @@ def test_a_member_session_cannot_act_for_another_member(member_api, other_member
 
 def test_a_member_cannot_smuggle_another_member_into_the_token(
     member_api, member, other_member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # The body names someone else than the session: 404, whatever the query says.
     body = token(member, userId=str(other_member.public_id))
     assert post(member_api, body).status_code == 404
 
 
-def test_operators_get_404(make_operator, member) -> None:  # type: ignore[no-untyped-def]
+def test_operators_get_404(make_operator, member) -> None:
     client = APIClient()
     client.force_login(make_operator("admin"))
     assert post(client, token(member)).status_code == 404

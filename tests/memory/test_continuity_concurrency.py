@@ -17,7 +17,7 @@ from memory.continuity.models import ContinuationToken
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def _payload(member, device: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _payload(member, device: str) -> dict[str, Any]:
     return {
         "userId": str(member.public_id),
         "scopeKey": f"session:{member.public_id}:s-1",
@@ -29,7 +29,7 @@ def _payload(member, device: str) -> dict[str, Any]:  # type: ignore[no-untyped-
     }
 
 
-def _race(member, stamps: dict[str, datetime]) -> dict[str, services.WriteResult]:  # type: ignore[no-untyped-def]
+def _race(member, stamps: dict[str, datetime]) -> dict[str, services.WriteResult]:
     surface = Principal(kind="surface", id=uuid.uuid4(), tenant_id=member.tenant_id)
     barrier = threading.Barrier(len(stamps))
     results: dict[str, services.WriteResult] = {}
@@ -62,7 +62,7 @@ def _race(member, stamps: dict[str, datetime]) -> dict[str, services.WriteResult
 @pytest.mark.parametrize("rounds", range(5))
 def test_two_concurrent_writers_make_one_winner_and_one_conflict_notice(
     require_postgres, member, rounds: int
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # The laptop's write was received 2 s after the phone's; which one gets the slot's lock
     # first is up to the threads. Either way the laptop wins and exactly one answer (the
     # one decided second) carries the notice, naming the other device.

@@ -21,12 +21,12 @@ OTR = "/api/v1/off-the-record"
 
 
 @pytest.fixture
-def ready(member):  # type: ignore[no-untyped-def]
+def ready(member):
     grant_storage(member)
     return member
 
 
-def _surface(tenant, name: str) -> APIClient:  # type: ignore[no-untyped-def]
+def _surface(tenant, name: str) -> APIClient:
     client = APIClient()
     token = surface_client_create(actor=SYSTEM, tenant=tenant, surface=name).token
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
@@ -34,34 +34,34 @@ def _surface(tenant, name: str) -> APIClient:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def tara(tenant) -> APIClient:  # type: ignore[no-untyped-def]
+def tara(tenant) -> APIClient:
     return _surface(tenant, "tara")
 
 
 @pytest.fixture
-def assistant(tenant) -> APIClient:  # type: ignore[no-untyped-def]
+def assistant(tenant) -> APIClient:
     return _surface(tenant, "assistant")
 
 
 @pytest.fixture
-def browser(ready) -> Client:  # type: ignore[no-untyped-def]
+def browser(ready) -> Client:
     client = Client()
     client.force_login(ready)
     return client
 
 
 @pytest.fixture
-def entry(ready):  # type: ignore[no-untyped-def]
+def entry(ready):
     return memory_write(
         principal=as_member(ready), member=ready, draft=draft(ready, "I live in Lyon")
     ).entry
 
 
-def _current(entry) -> MemoryEntry:  # type: ignore[no-untyped-def]
+def _current(entry) -> MemoryEntry:
     return MemoryEntry.objects.get(entry_id=entry.entry_id, is_current=True)
 
 
-def _refused(response, code: str) -> None:  # type: ignore[no-untyped-def]
+def _refused(response, code: str) -> None:
     assert response.status_code == 403, response.content
     assert response["Content-Type"].startswith(PROBLEM)
     assert response.json()["code"] == code
@@ -72,7 +72,7 @@ def _refused(response, code: str) -> None:  # type: ignore[no-untyped-def]
     ]
 
 
-def test_another_surface_cannot_switch_off_the_members_off_the_record(browser, tara, ready) -> None:  # type: ignore[no-untyped-def]
+def test_another_surface_cannot_switch_off_the_members_off_the_record(browser, tara, ready) -> None:
     on = browser.post(reverse("memory:off_the_record"), {"enabled": "on"})
     assert on.status_code == 302 and OffTheRecord.objects.count() == 1
 
@@ -91,7 +91,7 @@ def test_another_surface_cannot_switch_off_the_members_off_the_record(browser, t
 
 def test_a_surface_cannot_switch_off_what_another_surface_switched_on(
     assistant, tara, ready
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     on = assistant.post(OTR, {"userId": str(ready.public_id)}, format="json")
     assert on.status_code == 200 and on.json()["active"] is True
     _refused(tara.delete(f"{OTR}?userId={ready.public_id}"), "control-set-by-another-caller")
@@ -102,7 +102,7 @@ def test_a_surface_cannot_switch_off_what_another_surface_switched_on(
     assert not OffTheRecord.objects.exists()
 
 
-def test_another_surface_cannot_resume_the_members_pause(browser, tara, ready, entry) -> None:  # type: ignore[no-untyped-def]
+def test_another_surface_cannot_resume_the_members_pause(browser, tara, ready, entry) -> None:
     paused = browser.post(reverse("memory:pause", kwargs={"entry_id": entry.entry_id}))
     assert paused.status_code == 302 and _current(entry).lifecycle == "paused"
 
@@ -114,7 +114,7 @@ def test_another_surface_cannot_resume_the_members_pause(browser, tara, ready, e
     assert not AuditEvent.objects.filter(action="iris.memory.entry.resumed").exists()
 
 
-def test_a_surface_resumes_only_its_own_pause(assistant, tara, ready, entry) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_resumes_only_its_own_pause(assistant, tara, ready, entry) -> None:
     body = {"userId": str(ready.public_id)}
     pause = assistant.post(f"/api/v1/memories/{entry.entry_id}/pause", body, format="json")
     assert pause.status_code == 200 and _current(entry).suppression_set_by == "surface:assistant"
@@ -129,7 +129,7 @@ def test_a_surface_resumes_only_its_own_pause(assistant, tara, ready, entry) -> 
     assert event.reason_code == "surface-resume"  # not "user-resume": the member did not
 
 
-def test_the_members_pages_lift_what_the_member_set(browser, ready, entry) -> None:  # type: ignore[no-untyped-def]
+def test_the_members_pages_lift_what_the_member_set(browser, ready, entry) -> None:
     browser.post(reverse("memory:pause", kwargs={"entry_id": entry.entry_id}))
     resumed = browser.post(reverse("memory:resume", kwargs={"entry_id": entry.entry_id}))
     assert resumed.status_code == 302 and _current(entry).lifecycle == "active"
@@ -140,7 +140,7 @@ def test_the_members_pages_lift_what_the_member_set(browser, ready, entry) -> No
     assert not OffTheRecord.objects.exists()
 
 
-def test_the_member_lifts_what_a_surface_set(browser, assistant, ready, entry) -> None:  # type: ignore[no-untyped-def]
+def test_the_member_lifts_what_a_surface_set(browser, assistant, ready, entry) -> None:
     body = {"userId": str(ready.public_id)}
     assistant.post(f"/api/v1/memories/{entry.entry_id}/pause", body, format="json")
     assistant.post(OTR, body, format="json")

@@ -66,7 +66,7 @@ def int8_encoder() -> embedding.Encoder:
 # -- without the model -----------------------------------------------------------------
 
 
-def test_unavailable_reason_names_the_missing_model_and_how_to_install(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_unavailable_reason_names_the_missing_model_and_how_to_install(monkeypatch) -> None:
     real = importlib.util.find_spec
 
     def find_spec(name: str, *args: object) -> object:
@@ -82,7 +82,7 @@ def test_unavailable_reason_names_the_missing_model_and_how_to_install(monkeypat
         embedding.Encoder.load()
 
 
-def test_unavailable_reason_names_missing_python_packages(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_unavailable_reason_names_missing_python_packages(monkeypatch) -> None:
     real = importlib.util.find_spec
 
     def find_spec(name: str, *args: object) -> object:
@@ -100,7 +100,7 @@ def test_locating_the_model_does_not_import_its_package() -> None:
     assert (embedding.MODEL_PACKAGE in sys.modules) is was_loaded
 
 
-def test_backend_is_onnx_when_installed_and_env_can_force_one(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_backend_is_onnx_when_installed_and_env_can_force_one(monkeypatch) -> None:
     monkeypatch.delenv(embedding.BACKEND_ENV, raising=False)
     assert embedding.choose_backend() == ("onnx" if embedding.onnx_available() else "numpy")
     monkeypatch.setenv(embedding.BACKEND_ENV, "numpy")
@@ -112,7 +112,7 @@ def test_backend_is_onnx_when_installed_and_env_can_force_one(monkeypatch) -> No
         embedding.choose_backend()
 
 
-def test_asking_for_onnx_without_onnxruntime_says_what_to_install(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_asking_for_onnx_without_onnxruntime_says_what_to_install(monkeypatch) -> None:
     real = importlib.util.find_spec
 
     def find_spec(name: str, *args: object) -> object:
@@ -320,7 +320,7 @@ def test_onnx_backend_starts_no_threads_and_survives_fork() -> None:
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_a_failing_default_onnx_backend_falls_back_to_numpy(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_failing_default_onnx_backend_falls_back_to_numpy(monkeypatch) -> None:
     need_model("onnx")
     from memory import embedding_onnx
 
@@ -363,7 +363,7 @@ def test_int8_backend_is_close_to_float32_and_deterministic(
     assert cosine.min() >= 0.99
 
 
-def test_ready_once_the_encoder_is_loaded_without_looking_on_disk(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_ready_once_the_encoder_is_loaded_without_looking_on_disk(monkeypatch) -> None:
     monkeypatch.setattr(embedding, "_default", None)
     monkeypatch.setattr(embedding, "available", lambda: False)
     assert embedding.ready() is False

@@ -59,12 +59,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def ready(member):  # type: ignore[no-untyped-def]
+def ready(member):
     grant_storage(member)
     return member
 
 
-def write(member, body="My favourite colour is blue", **kw):  # type: ignore[no-untyped-def]
+def write(member, body="My favourite colour is blue", **kw):
     principal = kw.pop("principal", None) or as_member(member)
     return memory_write(principal=principal, member=member, draft=draft(member, body, **kw))
 
@@ -72,7 +72,7 @@ def write(member, body="My favourite colour is blue", **kw):  # type: ignore[no-
 # ------------------------------------------------------------------------ revisions
 
 
-def test_write_stores_revision_one_and_audits_only_fingerprints(ready) -> None:  # type: ignore[no-untyped-def]
+def test_write_stores_revision_one_and_audits_only_fingerprints(ready) -> None:
     outcome = write(ready, "Canary-7f3 favourite colour is teal")
     assert outcome.written and outcome.reason == "created"
     entry = outcome.entry
@@ -89,7 +89,7 @@ def test_write_stores_revision_one_and_audits_only_fingerprints(ready) -> None: 
     assert str(entry.entry_id) in event.subject_ids
 
 
-def test_correction_writes_a_new_revision_and_supersedes_the_old(ready) -> None:  # type: ignore[no-untyped-def]
+def test_correction_writes_a_new_revision_and_supersedes_the_old(ready) -> None:
     first = write(ready).entry
     outcome = memory_correct(
         principal=as_member(ready),
@@ -113,7 +113,7 @@ def test_correction_writes_a_new_revision_and_supersedes_the_old(ready) -> None:
     assert memory_actions()[-1] == "iris.memory.entry.corrected"
 
 
-def test_a_stored_revision_cannot_be_changed(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_stored_revision_cannot_be_changed(ready) -> None:
     entry = write(ready).entry
     entry.body = "rewritten"
     with pytest.raises(RevisionImmutable):
@@ -123,7 +123,7 @@ def test_a_stored_revision_cannot_be_changed(ready) -> None:  # type: ignore[no-
     assert MemoryEntry.objects.get(pk=entry.pk).body == "My favourite colour is blue"
 
 
-def test_the_database_allows_one_current_revision_per_entry(ready) -> None:  # type: ignore[no-untyped-def]
+def test_the_database_allows_one_current_revision_per_entry(ready) -> None:
     entry = write(ready).entry
     clone = MemoryEntry.objects.get(pk=entry.pk)
     clone.pk = None
@@ -137,7 +137,7 @@ def test_the_database_allows_one_current_revision_per_entry(ready) -> None:  # t
         clone.save(force_insert=True)
 
 
-def test_writes_carry_the_suppression_marker_and_provenance(ready) -> None:  # type: ignore[no-untyped-def]
+def test_writes_carry_the_suppression_marker_and_provenance(ready) -> None:
     now = timezone.now()
     outcome = write(
         ready,
@@ -155,7 +155,7 @@ def test_writes_carry_the_suppression_marker_and_provenance(ready) -> None:  # t
 # --------------------------------------------------------------------- write gate
 
 
-def test_without_storage_consent_the_scope_is_suppressed_with_notes(member) -> None:  # type: ignore[no-untyped-def]
+def test_without_storage_consent_the_scope_is_suppressed_with_notes(member) -> None:
     before = counts()
     with pytest.raises(Denied) as refused:
         write(member)
@@ -168,14 +168,14 @@ def test_without_storage_consent_the_scope_is_suppressed_with_notes(member) -> N
     assert decision.reason_code == "scope-suppressed"
 
 
-def test_session_memory_without_storage_consent_runs_ephemerally(member) -> None:  # type: ignore[no-untyped-def]
+def test_session_memory_without_storage_consent_runs_ephemerally(member) -> None:
     grant(member, ConsentType.DATA_PROCESSING)
     outcome = write(member, kind="session", identifiers=scope_of(member, "session", sessionId="s1"))
     assert outcome.status == "not-written" and outcome.reason == "scope-ephemeral"
     assert outcome.notes and MemoryEntry.objects.count() == 0
 
 
-def test_a_surface_outside_the_scope_allow_list_is_refused(ready, make_operator) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_outside_the_scope_allow_list_is_refused(ready, make_operator) -> None:
     operator = make_operator("support")
     with pytest.raises(Denied) as refused:
         write(
@@ -189,7 +189,7 @@ def test_a_surface_outside_the_scope_allow_list_is_refused(ready, make_operator)
 
 
 @pytest.mark.parametrize("category", [Category.MEDICAL, Category.SEXUALITY, Category.FINANCIAL])
-def test_sensitive_category_needs_explicit_consent(ready, category) -> None:  # type: ignore[no-untyped-def]
+def test_sensitive_category_needs_explicit_consent(ready, category) -> None:
     with pytest.raises(Denied) as refused:
         write(ready, "I take insulin daily", category=category)
     assert refused.value.code == "sensitive-category-without-consent"
@@ -204,7 +204,7 @@ def test_sensitive_category_needs_explicit_consent(ready, category) -> None:  # 
     assert memory_audits()[-1].payload["category"] == "sensitive"
 
 
-def test_sensitive_interaction_needs_multi_actor_consent(ready) -> None:  # type: ignore[no-untyped-def]
+def test_sensitive_interaction_needs_multi_actor_consent(ready) -> None:
     with pytest.raises(Denied) as refused:
         write(
             ready,
@@ -224,7 +224,7 @@ def test_sensitive_interaction_needs_multi_actor_consent(ready) -> None:  # type
     assert entry.sensitive_interaction and entry.actor_handle.startswith("actor_")
 
 
-def test_scope_identifiers_must_be_the_members(ready, other_member) -> None:  # type: ignore[no-untyped-def]
+def test_scope_identifiers_must_be_the_members(ready, other_member) -> None:
     with pytest.raises(ValidationFailed) as bad:
         write(ready, identifiers={"userId": str(other_member.public_id)})
     assert bad.value.field == "scope.userId"
@@ -241,7 +241,7 @@ def test_scope_identifiers_must_be_the_members(ready, other_member) -> None:  # 
     assert memory_audits() == []
 
 
-def test_adapter_scope_must_map_onto_the_kind(ready) -> None:  # type: ignore[no-untyped-def]
+def test_adapter_scope_must_map_onto_the_kind(ready) -> None:
     with pytest.raises(ValidationFailed) as bad:
         write(ready, adapter_scope="session")
     assert bad.value.field == "adapterScope" and "assistant_profile" in bad.value.allowed
@@ -252,7 +252,7 @@ def test_adapter_scope_must_map_onto_the_kind(ready) -> None:  # type: ignore[no
 # ------------------------------------------------------------------- member operations
 
 
-def test_forget_tombstones_and_nothing_changes_a_tombstone(ready) -> None:  # type: ignore[no-untyped-def]
+def test_forget_tombstones_and_nothing_changes_a_tombstone(ready) -> None:
     entry = write(ready).entry
     tombstone = memory_forget(principal=as_member(ready), member=ready, entry_id=entry.entry_id)
     assert (tombstone.lifecycle, tombstone.revision) == ("tombstoned", 2)
@@ -283,7 +283,7 @@ def test_forget_tombstones_and_nothing_changes_a_tombstone(ready) -> None:  # ty
     )
 
 
-def test_pause_and_resume_set_and_lift_the_user_pause(ready) -> None:  # type: ignore[no-untyped-def]
+def test_pause_and_resume_set_and_lift_the_user_pause(ready) -> None:
     entry = write(ready).entry
     paused = memory_pause(
         principal=as_member(ready), member=ready, entry_id=entry.entry_id, notes="not now"
@@ -298,7 +298,7 @@ def test_pause_and_resume_set_and_lift_the_user_pause(ready) -> None:  # type: i
     assert memory_actions()[-2:] == ["iris.memory.entry.paused", "iris.memory.entry.resumed"]
 
 
-def test_a_correction_keeps_the_pause(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_correction_keeps_the_pause(ready) -> None:
     entry = write(ready).entry
     memory_pause(principal=as_member(ready), member=ready, entry_id=entry.entry_id)
     corrected = memory_correct(
@@ -310,7 +310,7 @@ def test_a_correction_keeps_the_pause(ready) -> None:  # type: ignore[no-untyped
     assert corrected.lifecycle == "paused" and corrected.suppression_reason == "user-pause"
 
 
-def test_session_to_profile_is_an_explicit_promotion(ready) -> None:  # type: ignore[no-untyped-def]
+def test_session_to_profile_is_an_explicit_promotion(ready) -> None:
     session = scope_of(ready, "session", sessionId="s1")
     entry = write(ready, "I am training for a marathon", kind="session", identifiers=session).entry
     moved = memory_change_scope(
@@ -330,7 +330,7 @@ def test_session_to_profile_is_an_explicit_promotion(ready) -> None:  # type: ig
     assert event.payload["promotionReason"] == "explicit-promotion"
 
 
-def test_tenant_memory_becomes_a_read_only_copy_never_a_profile_fact(ready) -> None:  # type: ignore[no-untyped-def]
+def test_tenant_memory_becomes_a_read_only_copy_never_a_profile_fact(ready) -> None:
     tenant_entry = write(
         ready,
         "Course starts Monday",
@@ -368,7 +368,7 @@ def test_tenant_memory_becomes_a_read_only_copy_never_a_profile_fact(ready) -> N
     assert refused.value.code == "read-only-copy"
 
 
-def test_scope_change_refuses_what_the_rules_refuse(ready) -> None:  # type: ignore[no-untyped-def]
+def test_scope_change_refuses_what_the_rules_refuse(ready) -> None:
     entry = write(ready).entry
     with pytest.raises(Conflict) as refused:
         memory_change_scope(
@@ -382,7 +382,7 @@ def test_scope_change_refuses_what_the_rules_refuse(ready) -> None:  # type: ign
     assert MemoryEntry.objects.count() == 1
 
 
-def test_off_the_record_writes_nothing_and_survives_reconnect(ready) -> None:  # type: ignore[no-untyped-def]
+def test_off_the_record_writes_nothing_and_survives_reconnect(ready) -> None:
     session = scope_of(ready, "session", sessionId="s-otr")
     off_the_record_set(principal=as_member(ready), member=ready, enabled=True, session_id="s-otr")
     before = counts()
@@ -408,7 +408,7 @@ def test_off_the_record_writes_nothing_and_survives_reconnect(ready) -> None:  #
     assert "iris.memory.off_the_record.enabled" in memory_actions()
 
 
-def test_off_the_record_for_every_session_covers_profile_writes(ready) -> None:  # type: ignore[no-untyped-def]
+def test_off_the_record_for_every_session_covers_profile_writes(ready) -> None:
     off_the_record_set(principal=as_member(ready), member=ready, enabled=True)
     assert write(ready).reason == "off-the-record"
     assert MemoryEntry.objects.count() == 0
@@ -417,7 +417,7 @@ def test_off_the_record_for_every_session_covers_profile_writes(ready) -> None: 
 # --------------------------------------------------------------------- forgetting
 
 
-def test_hard_delete_leaves_the_canary_nowhere_and_is_idempotent(ready) -> None:  # type: ignore[no-untyped-def]
+def test_hard_delete_leaves_the_canary_nowhere_and_is_idempotent(ready) -> None:
     canary = "zq-canary-4471 loves quince jam"
     entry = write(ready, canary, category="preference").entry
     memory_correct(
@@ -452,7 +452,7 @@ def test_hard_delete_leaves_the_canary_nowhere_and_is_idempotent(ready) -> None:
     assert len(memory_audits("iris.memory.entry.hard_deleted")) == 1
 
 
-def test_hard_delete_by_category_takes_old_revisions_and_derived_summaries(ready) -> None:  # type: ignore[no-untyped-def]
+def test_hard_delete_by_category_takes_old_revisions_and_derived_summaries(ready) -> None:
     grant_category(ready, Category.MEDICAL)
     medical = write(ready, "I have asthma", category="medical").entry
     # Corrected into another category: the old revision still holds medical text.
@@ -485,7 +485,7 @@ def test_hard_delete_by_category_takes_old_revisions_and_derived_summaries(ready
     assert set(MemoryEntry.objects.values_list("entry_id", flat=True)) == {keep.entry_id}
 
 
-def test_hard_delete_in_batches_reports_what_remains(ready) -> None:  # type: ignore[no-untyped-def]
+def test_hard_delete_in_batches_reports_what_remains(ready) -> None:
     ids = [
         write(ready, f"Fact number {i} is true", category="fact").entry.entry_id for i in range(3)
     ]
@@ -500,7 +500,7 @@ def test_hard_delete_in_batches_reports_what_remains(ready) -> None:  # type: ig
     assert set(first.entry_ids) | set(second.entry_ids) == set(ids)
 
 
-def test_a_members_hard_delete_waits_for_their_approval(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_members_hard_delete_waits_for_their_approval(ready) -> None:
     entry = write(ready).entry
     with pytest.raises(HeldForApproval) as held:
         memory_hard_delete(principal=as_member(ready), member=ready, entry_ids=[entry.entry_id])
@@ -508,7 +508,7 @@ def test_a_members_hard_delete_waits_for_their_approval(ready) -> None:  # type:
     assert MemoryEntry.objects.filter(entry_id=entry.entry_id).exists()
 
 
-def test_forgetting_clears_questions_and_inference_counts(ready) -> None:  # type: ignore[no-untyped-def]
+def test_forgetting_clears_questions_and_inference_counts(ready) -> None:
     stated = write(ready, "My home city is Berlin", category="fact").entry
     asked = write(
         ready, "My home city is Paris", category="fact", origin="model-inferred", session_id="s1"
@@ -521,7 +521,7 @@ def test_forgetting_clears_questions_and_inference_counts(ready) -> None:  # typ
     assert InferenceObservation.objects.count() == 1  # the other fact's count stays
 
 
-def test_a_forgotten_value_is_not_silently_recreated(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_forgotten_value_is_not_silently_recreated(ready) -> None:
     entry = write(ready, "I am vegan", category="preference").entry
     memory_forget(principal=as_member(ready), member=ready, entry_id=entry.entry_id)
     for origin in (Origin.MODEL_INFERRED, Origin.SUMMARIZED_FROM_SESSION, Origin.IMPORTED):
@@ -532,7 +532,7 @@ def test_a_forgotten_value_is_not_silently_recreated(ready) -> None:  # type: ig
     assert write(ready, "I am vegan", category="preference").written
 
 
-def test_recall_candidates_are_the_current_revisions(ready) -> None:  # type: ignore[no-untyped-def]
+def test_recall_candidates_are_the_current_revisions(ready) -> None:
     entry = write(ready).entry
     memory_pause(principal=as_member(ready), member=ready, entry_id=entry.entry_id)
     [candidate] = selectors.recall_candidates(
@@ -544,7 +544,7 @@ def test_recall_candidates_are_the_current_revisions(ready) -> None:  # type: ig
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_writes_of_one_fact_store_one_entry(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_writes_of_one_fact_store_one_entry(require_postgres, member) -> None:
     grant_storage(member)
     outcomes: list[str] = []
 
@@ -559,7 +559,7 @@ def test_concurrent_writes_of_one_fact_store_one_entry(require_postgres, member)
 # ------------------------------------------------------------------- recall term keys
 
 
-def test_each_revision_stores_its_recall_terms_from_its_own_body(ready) -> None:  # type: ignore[no-untyped-def]
+def test_each_revision_stores_its_recall_terms_from_its_own_body(ready) -> None:
     """The term index holds exactly what the Python tokeniser makes of the body, keyed by
     member, through save and bulk_create alike; a correction's revision gets new terms."""
     from memory.lexical import terms
@@ -593,7 +593,7 @@ def test_each_revision_stores_its_recall_terms_from_its_own_body(ready) -> None:
     assert MemoryEntry.objects.get(pk=clone.revision_id).recall_terms == first.recall_terms
 
 
-def test_the_term_index_keeps_a_short_pending_list_and_stands_alone(require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_the_term_index_keeps_a_short_pending_list_and_stands_alone(require_postgres) -> None:
     # A pending list is read by every search (migration 0005 says why a long one hurt);
     # the trigram and non-ASCII indexes it replaced are gone (migration 0006).
     from django.db import connection
@@ -607,7 +607,7 @@ def test_the_term_index_keeps_a_short_pending_list_and_stands_alone(require_post
     assert rows == [("memory_recall_terms", ["fastupdate=on", "gin_pending_list_limit=64"])]
 
 
-def test_connections_plan_for_a_working_set_in_memory(require_postgres) -> None:  # type: ignore[no-untyped-def]
+def test_connections_plan_for_a_working_set_in_memory(require_postgres) -> None:
     # iris_site/settings.py: with the default 4.0 a continued recall stream sorted the
     # member's every row instead of walking the recency index.
     from django.db import connection

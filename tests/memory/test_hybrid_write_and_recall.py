@@ -14,12 +14,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def hybrid(settings):  # type: ignore[no-untyped-def]
+def hybrid(settings):
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
     settings.IRIS_RECALL_SEMANTIC = "hybrid"
 
 
-def test_each_revision_gets_its_vector_at_write_time(hybrid, member) -> None:  # type: ignore[no-untyped-def]
+def test_each_revision_gets_its_vector_at_write_time(hybrid, member) -> None:
     grant_storage(member)
     entry = memory_write(
         principal=as_member(member), member=member, draft=draft(member, "I moved to Lisbon")
@@ -30,7 +30,7 @@ def test_each_revision_gets_its_vector_at_write_time(hybrid, member) -> None:  #
     assert float(vector @ expected) > 0.9999
 
 
-def test_storing_again_keeps_the_vector_the_write_stored(hybrid, member) -> None:  # type: ignore[no-untyped-def]
+def test_storing_again_keeps_the_vector_the_write_stored(hybrid, member) -> None:
     from memory.recall_service import store_embeddings
 
     grant_storage(member)
@@ -46,14 +46,14 @@ def test_storing_again_keeps_the_vector_the_write_stored(hybrid, member) -> None
     assert bytes(MemoryEmbedding.objects.get(revision_id=entry.revision_id).vector) == before
 
 
-def test_hybrid_recall_finds_a_paraphrased_memory_over_the_api(hybrid, member, surface_api) -> None:  # type: ignore[no-untyped-def]
+def test_hybrid_recall_finds_a_paraphrased_memory_over_the_api(hybrid, member, surface_api) -> None:
     _paraphrased_recall(member, surface_api)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_hybrid_recall_from_the_worker_snapshot_with_the_query_embedded_alongside(
     require_postgres, hybrid, member, surface_api
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from memory import recall_snapshot
 
     _paraphrased_recall(member, surface_api)
@@ -63,7 +63,7 @@ def test_hybrid_recall_from_the_worker_snapshot_with_the_query_embedded_alongsid
     _paraphrased_recall(member, surface_api, written=True)
 
 
-def _paraphrased_recall(member, surface_api, *, written: bool = False) -> None:  # type: ignore[no-untyped-def]
+def _paraphrased_recall(member, surface_api, *, written: bool = False) -> None:
     if not written:
         grant_storage(member)
         for body in ("I relocated to Lisbon for a bakery job", "My sister plays the cello"):
@@ -86,7 +86,7 @@ def _paraphrased_recall(member, surface_api, *, written: bool = False) -> None: 
     assert "Lisbon" in top["entry"]["body"]
 
 
-def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings) -> None:  # type: ignore[no-untyped-def]
+def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings) -> None:
     from memory.recall_service import warm_up
 
     settings.IRIS_RECALL_SEMANTIC = "lexical"
@@ -99,7 +99,7 @@ def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings) -> Non
 
 def test_the_query_is_embedded_ahead_only_for_a_well_formed_recall(
     hybrid, member, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from governance.errors import Forbidden, ValidationFailed
     from memory.recall_service import RecallAsk, recall_resolve
 
@@ -119,7 +119,7 @@ def test_the_query_is_embedded_ahead_only_for_a_well_formed_recall(
             "destination_tier": "local",
             **changes,
         }
-        return RecallAsk(**fields)  # type: ignore[arg-type]
+        return RecallAsk(**fields)
 
     with pytest.raises(Forbidden):
         recall_resolve(principal=as_member(member), member=member, ask=ask(surface="admin"))

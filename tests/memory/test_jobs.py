@@ -22,12 +22,12 @@ DAY = timedelta(days=1)
 
 
 @pytest.fixture
-def ready(member):  # type: ignore[no-untyped-def]
+def ready(member):
     grant_storage(member)
     return member
 
 
-def write(member, body, *, at=T0, principal=None, **kw):  # type: ignore[no-untyped-def]
+def write(member, body, *, at=T0, principal=None, **kw):
     kw.setdefault("subject", body)
     outcome = memory_write(
         principal=principal or as_member(member),
@@ -39,13 +39,13 @@ def write(member, body, *, at=T0, principal=None, **kw):  # type: ignore[no-unty
     return outcome.entry
 
 
-def session(member, body, at=T0, sid="s-1"):  # type: ignore[no-untyped-def]
+def session(member, body, at=T0, sid="s-1"):
     return write(
         member, body, at=at, kind="session", identifiers=scope_of(member, "session", sessionId=sid)
     )
 
 
-def live(member) -> list[MemoryEntry]:  # type: ignore[no-untyped-def]
+def live(member) -> list[MemoryEntry]:
     return list(MemoryEntry.objects.filter(member=member, is_current=True).order_by("created_at"))
 
 
@@ -53,14 +53,14 @@ def state() -> list[tuple]:
     return sorted(MemoryEntry.objects.values_list("revision_id", "lifecycle", "is_current", "body"))
 
 
-def run(name: str, member, at, batch: int = 50) -> JobRun:  # type: ignore[no-untyped-def]
+def run(name: str, member, at, batch: int = 50) -> JobRun:
     return jobs.JOBS[name].run(tenant_id=member.tenant_id, batch=batch, now=at)
 
 
 # ------------------------------------------------------------------------- retention
 
 
-def test_session_memory_is_summarised_at_its_lifetime_with_provenance(ready) -> None:  # type: ignore[no-untyped-def]
+def test_session_memory_is_summarised_at_its_lifetime_with_provenance(ready) -> None:
     first = session(ready, "zq-ret-1 we talked about gardening")
     second = session(ready, "zq-ret-2 tomatoes need sun", at=T0 + timedelta(hours=1))
     profile = write(ready, "I live in Lyon")
@@ -88,7 +88,7 @@ def test_session_memory_is_summarised_at_its_lifetime_with_provenance(ready) -> 
     assert MemoryEntry.objects.filter(entry_id=profile.entry_id).exists()  # kept: no lifetime
 
 
-def test_a_summary_is_purged_after_its_own_lifetime(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_summary_is_purged_after_its_own_lifetime(ready) -> None:
     session(ready, "zq-sum-canary chat about jazz")
     run("retention", ready, T0 + 7 * DAY)
     assert find_in_database("zq-sum-canary")  # the summary holds it
@@ -101,7 +101,7 @@ def test_a_summary_is_purged_after_its_own_lifetime(ready) -> None:  # type: ign
 
 def test_operator_copilot_memory_is_flagged_for_review_at_14_days_once(
     ready, make_operator
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     operator = make_operator("support")
     note = write(
         ready,
@@ -121,7 +121,7 @@ def test_operator_copilot_memory_is_flagged_for_review_at_14_days_once(
     assert MemoryEntry.objects.filter(entry_id=note.entry_id, is_current=True).exists()
 
 
-def test_admin_review_copies_are_purged_at_30_days(ready) -> None:  # type: ignore[no-untyped-def]
+def test_admin_review_copies_are_purged_at_30_days(ready) -> None:
     copy = write(
         ready, "zq-admin-copy review text", adapter_scope="admin_review", principal=as_system(ready)
     )
@@ -131,7 +131,7 @@ def test_admin_review_copies_are_purged_at_30_days(ready) -> None:  # type: igno
     assert find_in_database("zq-admin-copy") == []
 
 
-def test_retention_run_twice_changes_nothing(ready) -> None:  # type: ignore[no-untyped-def]
+def test_retention_run_twice_changes_nothing(ready) -> None:
     session(ready, "chat one")
     session(ready, "chat two", sid="s-2")
     at = T0 + 8 * DAY
@@ -146,11 +146,11 @@ def test_retention_run_twice_changes_nothing(ready) -> None:  # type: ignore[no-
 
 def test_retention_killed_between_summary_and_removal_does_not_summarise_twice(
     ready, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     session(ready, "chat about rain")
     real = jobs.memory_hard_delete
 
-    def killed(**kwargs):  # type: ignore[no-untyped-def]
+    def killed(**kwargs):
         raise SystemExit("worker killed")
 
     monkeypatch.setattr(jobs, "memory_hard_delete", killed)
@@ -164,7 +164,7 @@ def test_retention_killed_between_summary_and_removal_does_not_summarise_twice(
     assert summary.origin == "summarized-from-session"
 
 
-def test_retention_respects_the_batch(ready) -> None:  # type: ignore[no-untyped-def]
+def test_retention_respects_the_batch(ready) -> None:
     for i in range(3):
         session(ready, f"chat number {i}", sid=f"s-{i}")
     first = run("retention", ready, T0 + 8 * DAY, batch=2)
@@ -176,7 +176,7 @@ def test_retention_respects_the_batch(ready) -> None:  # type: ignore[no-untyped
 # ----------------------------------------------------------------------------- purge
 
 
-def test_purge_removes_forgotten_text_after_grace_and_not_before(ready) -> None:  # type: ignore[no-untyped-def]
+def test_purge_removes_forgotten_text_after_grace_and_not_before(ready) -> None:
     entry = write(ready, "zq-purge-canary my old address")
     memory_forget(principal=as_member(ready), member=ready, entry_id=entry.entry_id, now=T0)
     before = run("purge", ready, T0 + SOFT_DELETE_GRACE - timedelta(seconds=1))
@@ -192,11 +192,11 @@ def test_purge_removes_forgotten_text_after_grace_and_not_before(ready) -> None:
 # ----------------------------------------------------------------------------- decay
 
 
-def inferred(member, body, at=T0):  # type: ignore[no-untyped-def]
+def inferred(member, body, at=T0):
     return write(member, body, at=at, origin="model-inferred", session_id="s-9")
 
 
-def test_decay_retires_an_unused_inference_just_past_the_threshold(ready) -> None:  # type: ignore[no-untyped-def]
+def test_decay_retires_an_unused_inference_just_past_the_threshold(ready) -> None:
     guess = inferred(ready, "Probably likes hiking")
     stated = write(ready, "I like swimming")
     # weight = 2 ** -(age / 30 days); it drops below 0.1 at about 99.66 days.
@@ -212,7 +212,7 @@ def test_decay_retires_an_unused_inference_just_past_the_threshold(ready) -> Non
     assert run("decay", ready, T0 + 400 * DAY).counts["retired"] == 0  # twice: nothing
 
 
-def test_decay_counts_use_a_used_inference_lives_longer(ready) -> None:  # type: ignore[no-untyped-def]
+def test_decay_counts_use_a_used_inference_lives_longer(ready) -> None:
     guess = inferred(ready, "Probably a morning person")
     MemoryEntry.objects.filter(entry_id=guess.entry_id, is_current=True).update(
         reference_count=10, last_referenced_at=T0
@@ -225,7 +225,7 @@ def test_decay_counts_use_a_used_inference_lives_longer(ready) -> None:  # type:
 # ---------------------------------------------------------------------------- expire
 
 
-def test_expire_closes_unanswered_questions(ready) -> None:  # type: ignore[no-untyped-def]
+def test_expire_closes_unanswered_questions(ready) -> None:
     write(ready, "My favourite colour is blue", subject="favourite colour")
     outcome = memory_write(
         principal=as_member(ready),
@@ -245,7 +245,7 @@ def test_expire_closes_unanswered_questions(ready) -> None:  # type: ignore[no-u
 # ----------------------------------------------------------------- command and tasks
 
 
-def test_run_job_command_prints_a_progress_bar(ready, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_run_job_command_prints_a_progress_bar(ready, capsys) -> None:
     for i in range(3):
         entry = write(ready, f"forgotten thing {i}")
         memory_forget(principal=as_member(ready), member=ready, entry_id=entry.entry_id, now=T0)
@@ -264,14 +264,14 @@ def test_run_job_command_prints_a_progress_bar(ready, capsys) -> None:  # type: 
     assert "purge" in out and MemoryEntry.objects.count() == 0
 
 
-def test_run_job_refuses_an_unknown_job(ready) -> None:  # type: ignore[no-untyped-def]
+def test_run_job_refuses_an_unknown_job(ready) -> None:
     from django.core.management import CommandError
 
     with pytest.raises(CommandError):
         call_command("run_job", "nope", "--tenant", ready.tenant.slug)
 
 
-def test_beat_task_fans_out_one_batch_per_tenant(ready, foreign_member) -> None:  # type: ignore[no-untyped-def]
+def test_beat_task_fans_out_one_batch_per_tenant(ready, foreign_member) -> None:
     result = tasks.purge.apply(kwargs={"batch": 10}).get()
     assert result == {"tenants": 2}
     assert JobRun.objects.filter(job="purge").count() == 2

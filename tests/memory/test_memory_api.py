@@ -50,7 +50,7 @@ class World:
 
 
 @pytest.fixture
-def world(member) -> World:  # type: ignore[no-untyped-def]
+def world(member) -> World:
     grant_storage(member)
     entry = memory_write(
         principal=as_member(member), member=member, draft=draft(member, "My home city is Berlin")
@@ -210,7 +210,7 @@ ENDPOINTS = [
 IDS = [e.name for e in ENDPOINTS]
 
 
-def call(client: APIClient, endpoint: Endpoint, world: World, data: dict[str, Any]):  # type: ignore[no-untyped-def]
+def call(client: APIClient, endpoint: Endpoint, world: World, data: dict[str, Any]):
     data = {k: v for k, v in data.items() if v is not None}
     url = endpoint.url(world)
     if endpoint.method in {"get", "delete"}:
@@ -218,13 +218,13 @@ def call(client: APIClient, endpoint: Endpoint, world: World, data: dict[str, An
     return getattr(client, endpoint.method)(url, data, format="json")
 
 
-def delete_query(client: APIClient, url: str, data: dict[str, Any]):  # type: ignore[no-untyped-def]
+def delete_query(client: APIClient, url: str, data: dict[str, Any]):
     from urllib.parse import urlencode
 
     return client.delete(f"{url}?{urlencode(data)}")
 
 
-def request(client: APIClient, endpoint: Endpoint, world: World, data: dict[str, Any]):  # type: ignore[no-untyped-def]
+def request(client: APIClient, endpoint: Endpoint, world: World, data: dict[str, Any]):
     data = {k: v for k, v in data.items() if v is not None}
     if endpoint.method == "delete":
         return delete_query(client, endpoint.url(world), data)
@@ -232,7 +232,7 @@ def request(client: APIClient, endpoint: Endpoint, world: World, data: dict[str,
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
-def test_works_for_a_surface_acting_for_its_member(surface_api, world, endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_works_for_a_surface_acting_for_its_member(surface_api, world, endpoint) -> None:
     response = request(
         surface_api, endpoint, world, endpoint.data(world, str(world.member.public_id))
     )
@@ -240,7 +240,7 @@ def test_works_for_a_surface_acting_for_its_member(surface_api, world, endpoint)
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
-def test_works_for_the_member_themself(member_api, world, endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_works_for_the_member_themself(member_api, world, endpoint) -> None:
     data = endpoint.data(world, str(world.member.public_id))
     data.pop("userId")  # a member acts for themself without naming anyone
     response = request(member_api, endpoint, world, data)
@@ -248,7 +248,7 @@ def test_works_for_the_member_themself(member_api, world, endpoint) -> None:  # 
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
-def test_anonymous_is_401(api, world, endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_anonymous_is_401(api, world, endpoint) -> None:
     before = counts()
     response = request(api, endpoint, world, endpoint.data(world, str(world.member.public_id)))
     assert response.status_code == 401
@@ -257,7 +257,7 @@ def test_anonymous_is_401(api, world, endpoint) -> None:  # type: ignore[no-unty
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
-def test_another_tenants_surface_gets_404(foreign_surface_token, world, endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_another_tenants_surface_gets_404(foreign_surface_token, world, endpoint) -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {foreign_surface_token}")
     before = counts()
@@ -268,7 +268,7 @@ def test_another_tenants_surface_gets_404(foreign_surface_token, world, endpoint
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
-def test_another_member_gets_404(other_member, world, endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_another_member_gets_404(other_member, world, endpoint) -> None:
     client = APIClient()
     client.force_login(other_member)
     before = counts()
@@ -296,7 +296,7 @@ ENTRY_ROUTES = [
 
 
 @pytest.mark.parametrize("endpoint", ENTRY_ROUTES, ids=[e.name for e in ENTRY_ROUTES])
-def test_another_member_cannot_reach_the_entry_by_id(other_member, world, endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_another_member_cannot_reach_the_entry_by_id(other_member, world, endpoint) -> None:
     client = APIClient()
     client.force_login(other_member)
     data = endpoint.data(world, str(other_member.public_id))
@@ -312,7 +312,7 @@ def test_another_member_cannot_reach_the_entry_by_id(other_member, world, endpoi
 @pytest.mark.parametrize("endpoint", ENTRY_ROUTES, ids=[e.name for e in ENTRY_ROUTES])
 def test_a_surface_naming_another_member_cannot_reach_the_entry(
     surface_api, other_member, world, endpoint
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     data = endpoint.data(world, str(other_member.public_id))
     if endpoint.name == "scope":
         data["scope"]["userId"] = str(other_member.public_id)
@@ -323,7 +323,7 @@ def test_a_surface_naming_another_member_cannot_reach_the_entry(
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
-def test_an_operator_gets_404(make_operator, world, endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_an_operator_gets_404(make_operator, world, endpoint) -> None:
     client = APIClient()
     client.force_login(make_operator("admin"))
     before = counts()
@@ -333,7 +333,7 @@ def test_an_operator_gets_404(make_operator, world, endpoint) -> None:  # type: 
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
-def test_bad_input_is_400_naming_the_field(surface_api, world, endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_is_400_naming_the_field(surface_api, world, endpoint) -> None:
     data = {**endpoint.data(world, str(world.member.public_id)), **endpoint.bad}
     before = counts()
     response = request(surface_api, endpoint, world, data)
@@ -348,12 +348,12 @@ def test_bad_input_is_400_naming_the_field(surface_api, world, endpoint) -> None
 
 
 @pytest.fixture
-def ready(member):  # type: ignore[no-untyped-def]
+def ready(member):
     grant_storage(member)
     return member
 
 
-def post(client: APIClient, body: dict[str, Any]):  # type: ignore[no-untyped-def]
+def post(client: APIClient, body: dict[str, Any]):
     return client.post("/api/v1/memories", body, format="json")
 
 
@@ -410,7 +410,7 @@ def post(client: APIClient, body: dict[str, Any]):  # type: ignore[no-untyped-de
 )
 def test_bad_writes_name_field_and_rule_and_write_nothing(
     surface_api, ready, override, field, rule
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     body = payload(ready, **override)
     if "scope" in override:
         body["scope"] = {
@@ -427,7 +427,7 @@ def test_bad_writes_name_field_and_rule_and_write_nothing(
     assert counts() == before
 
 
-def test_service_rules_answer_with_field_rule_and_allowed_values(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_service_rules_answer_with_field_rule_and_allowed_values(surface_api, ready) -> None:
     before = counts()
     response = post(surface_api, payload(ready, adapterScope="session"))
     assert response.status_code == 400
@@ -446,14 +446,14 @@ def test_service_rules_answer_with_field_rule_and_allowed_values(surface_api, re
 
 def test_another_tenants_member_is_404_and_nothing_is_written(
     surface_api, ready, foreign_member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     before = counts()
     response = post(surface_api, {**payload(ready), "userId": str(foreign_member.public_id)})
     assert response.status_code == 404
     assert counts() == before
 
 
-def test_a_surface_must_name_the_member(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_must_name_the_member(surface_api, ready) -> None:
     body = payload(ready)
     body.pop("userId")
     response = post(surface_api, body)
@@ -461,7 +461,7 @@ def test_a_surface_must_name_the_member(surface_api, ready) -> None:  # type: ig
     assert response.json()["errors"][0]["field"] == "userId"
 
 
-def test_sensitive_write_without_consent_is_403_with_reason(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_sensitive_write_without_consent_is_403_with_reason(surface_api, ready) -> None:
     before_rows = MemoryEntry.objects.count()
     response = post(surface_api, payload(ready, category="medical", body="I have asthma"))
     assert response.status_code == 403
@@ -470,7 +470,7 @@ def test_sensitive_write_without_consent_is_403_with_reason(surface_api, ready) 
     assert not AuditEvent.objects.filter(action__startswith="iris.memory.").exists()
 
 
-def test_a_suppressed_scope_is_403_with_the_policy_notes(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_suppressed_scope_is_403_with_the_policy_notes(surface_api, member) -> None:
     response = post(surface_api, payload(member))
     assert response.status_code == 403
     body = response.json()
@@ -478,7 +478,7 @@ def test_a_suppressed_scope_is_403_with_the_policy_notes(surface_api, member) ->
     assert "Assistant profile memory requires data processing consent." in body["notes"]
 
 
-def test_written_entry_is_the_spec_contract(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_written_entry_is_the_spec_contract(surface_api, ready) -> None:
     response = post(surface_api, payload(ready))
     assert response.status_code == 201
     body = response.json()
@@ -490,7 +490,7 @@ def test_written_entry_is_the_spec_contract(surface_api, ready) -> None:  # type
     assert response["Location"] == f"/api/v1/memories/{body['id']}"
 
 
-def test_off_the_record_write_says_nothing_was_written(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_off_the_record_write_says_nothing_was_written(surface_api, ready) -> None:
     user = str(ready.public_id)
     assert (
         surface_api.post("/api/v1/off-the-record", {"userId": user}, format="json").json()["active"]
@@ -513,7 +513,7 @@ def test_off_the_record_write_says_nothing_was_written(surface_api, ready) -> No
     assert post(surface_api, payload(ready)).status_code == 201
 
 
-def test_a_replayed_write_returns_the_first_answer(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_replayed_write_returns_the_first_answer(surface_api, ready) -> None:
     first = surface_api.post(
         "/api/v1/memories", payload(ready), format="json", HTTP_IDEMPOTENCY_KEY="k-1"
     )
@@ -525,7 +525,7 @@ def test_a_replayed_write_returns_the_first_answer(surface_api, ready) -> None: 
     assert MemoryEntry.objects.count() == 1
 
 
-def test_forgetting_drops_stored_answers_that_quote_the_memory(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_forgetting_drops_stored_answers_that_quote_the_memory(surface_api, ready) -> None:
     from governance.models import IdempotencyRecord
 
     body = payload(ready, body="Canary-k2 my lucky number is 7", category="fact")
@@ -542,7 +542,7 @@ def test_forgetting_drops_stored_answers_that_quote_the_memory(surface_api, read
     assert all("Canary-k2" not in str(r.response_body) for r in stored)
 
 
-def test_list_pages_and_filters(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_list_pages_and_filters(surface_api, ready) -> None:
     user = str(ready.public_id)
     for i in range(5):
         post(surface_api, payload(ready, body=f"Fact {i} is remembered", category="fact"))
@@ -567,7 +567,7 @@ def test_list_pages_and_filters(surface_api, ready) -> None:  # type: ignore[no-
 
 def test_list_query_count_does_not_grow_with_entries(
     surface_api, ready, django_assert_max_num_queries
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     for i in range(12):
         post(surface_api, payload(ready, body=f"Fact {i} is remembered", category="fact"))
     with django_assert_max_num_queries(6):
@@ -575,7 +575,7 @@ def test_list_query_count_does_not_grow_with_entries(
     assert len(response.json()["results"]) == 12
 
 
-def test_held_destructive_call_answers_202_with_the_approval(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_held_destructive_call_answers_202_with_the_approval(surface_api, ready) -> None:
     response = surface_api.post(
         "/api/v1/actors/forget",
         {"userId": str(ready.public_id), "actorName": "Anna"},
@@ -585,7 +585,7 @@ def test_held_destructive_call_answers_202_with_the_approval(surface_api, ready)
     assert response.json()["code"] == "held-for-approval" and response.json()["approvalId"]
 
 
-def test_history_lists_every_revision(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_history_lists_every_revision(surface_api, ready) -> None:
     user = str(ready.public_id)
     entry = post(surface_api, payload(ready)).json()
     surface_api.patch(
@@ -600,7 +600,7 @@ def test_history_lists_every_revision(surface_api, ready) -> None:  # type: igno
     assert revisions[1]["supersedes"] == revisions[0]["revisionId"]
 
 
-def test_writing_into_a_forgotten_entry_is_409(surface_api, ready) -> None:  # type: ignore[no-untyped-def]
+def test_writing_into_a_forgotten_entry_is_409(surface_api, ready) -> None:
     user = str(ready.public_id)
     entry = post(surface_api, payload(ready)).json()
     surface_api.post(f"/api/v1/memories/{entry['id']}/forget", {"userId": user}, format="json")

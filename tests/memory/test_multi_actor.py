@@ -28,12 +28,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def ready(member):  # type: ignore[no-untyped-def]
+def ready(member):
     grant_storage(member)
     return member
 
 
-def mention_write(member, body, name, **kw):  # type: ignore[no-untyped-def]
+def mention_write(member, body, name, **kw):
     note = kw.pop("note", "my sister")
     return memory_write(
         principal=as_surface(member),
@@ -42,7 +42,7 @@ def mention_write(member, body, name, **kw):  # type: ignore[no-untyped-def]
     )
 
 
-def test_a_mention_becomes_an_opaque_handle_and_the_name_is_not_stored(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_mention_becomes_an_opaque_handle_and_the_name_is_not_stored(ready) -> None:
     entry = mention_write(ready, "She taught me to swim", "Quillon Vexhart").entry
     assert entry.actor_handle.startswith("actor_") and len(entry.actor_handle) == 38
     assert entry.relationship_note == "my sister"
@@ -50,27 +50,27 @@ def test_a_mention_becomes_an_opaque_handle_and_the_name_is_not_stored(ready) ->
     assert ActorHandle.objects.filter(member=ready, handle=entry.actor_handle).exists()
 
 
-def test_the_namespace_key_is_random_and_encrypted(ready) -> None:  # type: ignore[no-untyped-def]
+def test_the_namespace_key_is_random_and_encrypted(ready) -> None:
     mention_write(ready, "She taught me to swim", "Anna")
     row = ActorNamespace.objects.get(member=ready)
     key = multifernet().decrypt(row.encrypted_key.encode())
     assert len(key) == 32 and key not in row.encrypted_key.encode()
 
 
-def test_spellings_of_one_name_share_a_handle(ready) -> None:  # type: ignore[no-untyped-def]
+def test_spellings_of_one_name_share_a_handle(ready) -> None:
     a = actor_handle_for(principal=as_member(ready), member=ready, name="Dr. Anna-Maria O'Neil")
     b = actor_handle_for(principal=as_member(ready), member=ready, name="dr anna maria oneil")
     assert a == b
 
 
-def test_two_members_get_different_handles_for_the_same_name(ready, other_member) -> None:  # type: ignore[no-untyped-def]
+def test_two_members_get_different_handles_for_the_same_name(ready, other_member) -> None:
     grant_storage(other_member)
     mine = mention_write(ready, "He is my coach", "Jordan Lee").entry
     theirs = mention_write(other_member, "He is my coach", "Jordan Lee").entry
     assert mine.actor_handle != theirs.actor_handle
 
 
-def test_a_handle_outside_the_namespace_is_refused(ready, other_member) -> None:  # type: ignore[no-untyped-def]
+def test_a_handle_outside_the_namespace_is_refused(ready, other_member) -> None:
     grant_storage(other_member)
     foreign = mention_write(other_member, "He is my coach", "Jordan Lee").entry.actor_handle
     with pytest.raises(ValidationFailed) as bad:
@@ -88,14 +88,14 @@ def test_a_handle_outside_the_namespace_is_refused(ready, other_member) -> None:
     assert MemoryEntry.objects.filter(member=ready).count() == 0
 
 
-def test_a_relationship_note_over_500_characters_is_refused(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_relationship_note_over_500_characters_is_refused(ready) -> None:
     with pytest.raises(ValidationFailed) as bad:
         mention_write(ready, "She taught me to swim", "Anna", note="x" * 501)
     assert bad.value.field == "multiActor.relationshipNote"
     assert MemoryEntry.objects.count() == 0
 
 
-def test_forget_all_mentions_tombstones_every_tagged_entry_and_drops_the_handle(ready) -> None:  # type: ignore[no-untyped-def]
+def test_forget_all_mentions_tombstones_every_tagged_entry_and_drops_the_handle(ready) -> None:
     tagged = [
         mention_write(ready, "She taught me to swim", "Anna").entry,
         mention_write(ready, "Her birthday is in May", "Anna", note="sister").entry,
@@ -130,7 +130,7 @@ def test_forget_all_mentions_tombstones_every_tagged_entry_and_drops_the_handle(
     assert again.entry_ids == () and not again.handle_removed
 
 
-def test_forget_all_mentions_waits_for_the_owner_then_resumes(ready, surface_token) -> None:  # type: ignore[no-untyped-def]
+def test_forget_all_mentions_waits_for_the_owner_then_resumes(ready, surface_token) -> None:
     client = SurfaceClient.objects.get()
     surface = Principal("surface", client.id, client.tenant_id, surface=client.surface)
     entry = mention_write(ready, "She taught me to swim", "Anna").entry
@@ -148,6 +148,6 @@ def test_forget_all_mentions_waits_for_the_owner_then_resumes(ready, surface_tok
     assert not ActorHandle.objects.filter(member=ready).exists()
 
 
-def test_forgetting_someone_never_mentioned_forgets_nothing(ready) -> None:  # type: ignore[no-untyped-def]
+def test_forgetting_someone_never_mentioned_forgets_nothing(ready) -> None:
     result = actors_forget(principal=as_system(ready), member=ready, actor_name="Nobody Here")
     assert result.entry_ids == () and not result.handle_removed

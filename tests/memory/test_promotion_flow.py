@@ -25,12 +25,12 @@ INFERENCE = "My favourite drink is oat flat white"
 
 
 @pytest.fixture
-def ready(member):  # type: ignore[no-untyped-def]
+def ready(member):
     grant_storage(member)
     return member
 
 
-def infer(member, session, body=INFERENCE, category="preference", **kw):  # type: ignore[no-untyped-def]
+def infer(member, session, body=INFERENCE, category="preference", **kw):
     return memory_write(
         principal=as_surface(member),
         member=member,
@@ -40,7 +40,7 @@ def infer(member, session, body=INFERENCE, category="preference", **kw):  # type
     )
 
 
-def test_an_inference_is_a_draft_until_three_distinct_sessions(ready) -> None:  # type: ignore[no-untyped-def]
+def test_an_inference_is_a_draft_until_three_distinct_sessions(ready) -> None:
     first = infer(ready, "s1")
     assert first.written and first.entry.lifecycle == "draft"
     assert first.promotion.reason == "repeated-occurrence-threshold-not-met"
@@ -73,7 +73,7 @@ def test_an_inference_is_a_draft_until_three_distinct_sessions(ready) -> None:  
     assert "oat" not in str(list(InferenceObservation.objects.values()))
 
 
-def test_explicit_confirmation_promotes_at_once(ready) -> None:  # type: ignore[no-untyped-def]
+def test_explicit_confirmation_promotes_at_once(ready) -> None:
     entry = infer(ready, "s1").entry
     outcome = memory_confirm(principal=as_member(ready), member=ready, entry_id=entry.entry_id)
     confirmed = outcome.entry
@@ -83,7 +83,7 @@ def test_explicit_confirmation_promotes_at_once(ready) -> None:  # type: ignore[
     assert not again.written
 
 
-def test_a_member_stating_the_inferred_value_confirms_it(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_member_stating_the_inferred_value_confirms_it(ready) -> None:
     entry = infer(ready, "s1").entry
     stated = memory_write(
         principal=as_member(ready),
@@ -94,7 +94,7 @@ def test_a_member_stating_the_inferred_value_confirms_it(ready) -> None:  # type
     assert (stated.entry.lifecycle, stated.entry.origin) == ("active", "user-stated")
 
 
-def test_a_sensitive_inference_is_never_auto_persisted(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_sensitive_inference_is_never_auto_persisted(ready) -> None:
     grant_category(ready, Category.MENTAL_HEALTH)
     body = "My mood is low in winter"
     outcomes = [infer(ready, f"s{i}", body=body, category="mental_health") for i in range(1, 6)]
@@ -107,14 +107,14 @@ def test_a_sensitive_inference_is_never_auto_persisted(ready) -> None:  # type: 
     assert (confirmed.lifecycle, confirmed.origin) == ("active", "user-confirmed")
 
 
-def test_an_inference_without_a_session_never_counts(ready) -> None:  # type: ignore[no-untyped-def]
+def test_an_inference_without_a_session_never_counts(ready) -> None:
     for _ in range(4):
         outcome = infer(ready, None)
     assert outcome.distinct_sessions == 0
     assert MemoryEntry.objects.get(is_current=True).lifecycle == "draft"
 
 
-def test_a_different_inference_replaces_an_inferred_fact_only_once_earned(ready) -> None:  # type: ignore[no-untyped-def]
+def test_a_different_inference_replaces_an_inferred_fact_only_once_earned(ready) -> None:
     for session in ("s1", "s2", "s3"):
         infer(ready, session)
     entry_id = MemoryEntry.objects.get(is_current=True).entry_id
@@ -127,7 +127,7 @@ def test_a_different_inference_replaces_an_inferred_fact_only_once_earned(ready)
     assert current(entry_id).lifecycle == "active"
 
 
-def test_moving_a_session_inference_to_profile_is_an_explicit_promotion(ready) -> None:  # type: ignore[no-untyped-def]
+def test_moving_a_session_inference_to_profile_is_an_explicit_promotion(ready) -> None:
     session = scope_of(ready, "session", sessionId="s1")
     entry = infer(ready, "s1", kind="session", identifiers=session).entry
     assert entry.lifecycle == "draft"
@@ -145,7 +145,7 @@ def test_moving_a_session_inference_to_profile_is_an_explicit_promotion(ready) -
     )
 
 
-def test_session_memory_is_never_silently_profile_memory(ready) -> None:  # type: ignore[no-untyped-def]
+def test_session_memory_is_never_silently_profile_memory(ready) -> None:
     session = scope_of(ready, "session", sessionId="s1")
     for sid in ("s1", "s2", "s3"):
         infer(ready, sid, kind="session", identifiers=session)

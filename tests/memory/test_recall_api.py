@@ -21,7 +21,7 @@ QUERY = "which coffee do I like"
 
 
 @pytest.fixture
-def remembered(member) -> list[str]:  # type: ignore[no-untyped-def]
+def remembered(member) -> list[str]:
     grant_storage(member)
     bodies = ["I like my coffee black", "My cat is called Tom", "I live in Berlin"]
     return [
@@ -51,7 +51,7 @@ def recall_events() -> list[AuditEvent]:
     return list(AuditEvent.objects.filter(action=AUDIT_ACTION).order_by("seq"))
 
 
-def test_a_surface_recalls_ranked_entries_with_rationale(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+def test_a_surface_recalls_ranked_entries_with_rationale(surface_api, member, remembered) -> None:
     response = surface_api.post(URL, ask(member), format="json")
     assert response.status_code == 200, response.content
     data = response.json()
@@ -67,7 +67,7 @@ def test_a_surface_recalls_ranked_entries_with_rationale(surface_api, member, re
     assert envelope["evaluatedCount"] >= 3
 
 
-def test_one_audit_event_without_content(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+def test_one_audit_event_without_content(surface_api, member, remembered) -> None:
     surface_api.post(URL, ask(member), format="json")
     (event,) = recall_events()
     assert event.policy_id == POLICY_ID
@@ -84,7 +84,7 @@ def test_one_audit_event_without_content(surface_api, member, remembered) -> Non
     assert "coffee" not in text and "Berlin" not in text and str(member.public_id) not in text
 
 
-def test_reference_counts_and_history_are_updated(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+def test_reference_counts_and_history_are_updated(surface_api, member, remembered) -> None:
     surface_api.post(URL, ask(member, limit=1), format="json")
     top = MemoryEntry.objects.get(entry_id=remembered[0], is_current=True)
     assert top.reference_count == 1 and top.last_referenced_at is not None
@@ -102,7 +102,7 @@ def test_reference_counts_and_history_are_updated(surface_api, member, remembere
 
 def test_usage_and_history_commit_with_the_answer_even_if_the_worker_dies_after_it(
     surface_api, member, remembered
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from django.core.signals import request_finished
 
     from governance import after_response
@@ -122,7 +122,7 @@ def test_usage_and_history_commit_with_the_answer_even_if_the_worker_dies_after_
         request_finished.connect(after_response.run_deferred, dispatch_uid="iris-after-response")
 
 
-def test_the_member_session_recalls_for_itself(member_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+def test_the_member_session_recalls_for_itself(member_api, member, remembered) -> None:
     response = member_api.post(URL, ask(member, userId=None), format="json")
     assert response.status_code == 200, response.content
     assert len(response.json()["entries"]) == 3
@@ -130,7 +130,7 @@ def test_the_member_session_recalls_for_itself(member_api, member, remembered) -
 
 def test_the_default_tier_is_cloud_and_withholds_personal_text(
     surface_api, member, remembered
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     response = surface_api.post(URL, ask(member, destinationTier=None), format="json")
     assert response.status_code == 200, response.content
     data = response.json()
@@ -141,7 +141,7 @@ def test_the_default_tier_is_cloud_and_withholds_personal_text(
     assert not MemoryEntry.objects.filter(reference_count__gt=0).exists()
 
 
-def test_a_request_cannot_widen_consent(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_request_cannot_widen_consent(surface_api, member) -> None:
     grant_storage(member)
     from tests.memory.helpers import grant_category
 
@@ -166,7 +166,7 @@ def test_a_request_cannot_widen_consent(surface_api, member) -> None:  # type: i
     assert len(allowed["entries"]) == 1
 
 
-def test_consent_missing_from_the_ledger_cannot_be_asserted(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_consent_missing_from_the_ledger_cannot_be_asserted(surface_api, member) -> None:
     grant_storage(member)
     from tests.memory.helpers import grant_category
 
@@ -186,19 +186,19 @@ def test_consent_missing_from_the_ledger_cannot_be_asserted(surface_api, member)
     assert data["entries"] == []
 
 
-def test_anonymous_is_401(api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+def test_anonymous_is_401(api, member, remembered) -> None:
     response = api.post(URL, ask(member), format="json")
     assert response.status_code == 401
     assert recall_events() == []
 
 
-def test_another_tenants_member_is_404(surface_api, foreign_member) -> None:  # type: ignore[no-untyped-def]
+def test_another_tenants_member_is_404(surface_api, foreign_member) -> None:
     response = surface_api.post(URL, ask(foreign_member), format="json")
     assert response.status_code == 404, response.content
     assert recall_events() == []
 
 
-def test_another_tenants_surface_is_404(foreign_surface_token, member, remembered) -> None:  # type: ignore[no-untyped-def]
+def test_another_tenants_surface_is_404(foreign_surface_token, member, remembered) -> None:
     from rest_framework.test import APIClient
 
     client = APIClient()
@@ -207,12 +207,12 @@ def test_another_tenants_surface_is_404(foreign_surface_token, member, remembere
     assert response.status_code == 404, response.content
 
 
-def test_a_member_cannot_recall_another_member(member_api, other_member, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_member_cannot_recall_another_member(member_api, other_member, member) -> None:
     response = member_api.post(URL, ask(other_member), format="json")
     assert response.status_code == 404, response.content
 
 
-def test_an_operator_is_404(make_operator, member, remembered) -> None:  # type: ignore[no-untyped-def]
+def test_an_operator_is_404(make_operator, member, remembered) -> None:
     from rest_framework.test import APIClient
 
     client = APIClient()
@@ -221,7 +221,7 @@ def test_an_operator_is_404(make_operator, member, remembered) -> None:  # type:
     assert response.status_code == 404, response.content
 
 
-def test_the_admin_surface_is_403(surface_api, member, remembered) -> None:  # type: ignore[no-untyped-def]
+def test_the_admin_surface_is_403(surface_api, member, remembered) -> None:
     response = surface_api.post(URL, ask(member, surface="admin"), format="json")
     assert response.status_code == 403, response.content
     assert recall_events() == []
@@ -243,7 +243,7 @@ def test_the_admin_surface_is_403(surface_api, member, remembered) -> None:  # t
         ({"runId": "not-a-uuid"}, "runId"),
     ],
 )
-def test_bad_input_is_400_naming_the_field(surface_api, member, remembered, bad, field) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_is_400_naming_the_field(surface_api, member, remembered, bad, field) -> None:
     response = surface_api.post(URL, ask(member, **bad), format="json")
     assert response.status_code == 400, response.content
     assert response["Content-Type"] == PROBLEM
@@ -251,7 +251,7 @@ def test_bad_input_is_400_naming_the_field(surface_api, member, remembered, bad,
     assert recall_events() == []
 
 
-def test_scope_key_form_and_session_reach(surface_api, member) -> None:  # type: ignore[no-untyped-def]
+def test_scope_key_form_and_session_reach(surface_api, member) -> None:
     grant_storage(member)
     ids = {"userId": str(member.public_id), "sessionId": "s1"}
     memory_write(
@@ -277,7 +277,7 @@ def test_scope_key_form_and_session_reach(surface_api, member) -> None:  # type:
 
 def test_recall_runs_in_a_bounded_number_of_queries(
     surface_api, member, remembered, django_assert_max_num_queries
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # The token, the member, the consent ledger, one fetch, the audit INSERT; after the
     # answer, the bump and the history (between a savepoint's two statements in a test).
     with django_assert_max_num_queries(9):
@@ -287,7 +287,7 @@ def test_recall_runs_in_a_bounded_number_of_queries(
 
 def test_the_member_page_shows_where_and_when_an_entry_was_recalled(
     surface_api, member, member_api, remembered
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     page = member_api.get(f"/memory/{remembered[0]}/").content.decode()
     assert "No recalls recorded yet." in page
     assert surface_api.post(URL, ask(member), format="json").status_code == 200
@@ -311,7 +311,7 @@ def _profile_ask() -> Any:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, member) -> None:
     from memory.recall_service import recall_resolve
 
     grant_storage(member)
@@ -335,7 +335,7 @@ def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, memb
 @pytest.mark.django_db(transaction=True)
 def test_outside_a_transaction_usage_and_history_are_one_statement(
     require_postgres, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -360,7 +360,7 @@ def test_outside_a_transaction_usage_and_history_are_one_statement(
 @pytest.mark.django_db(transaction=True)
 def test_a_workers_first_recall_of_a_member_streams_and_builds_the_snapshot_after(
     require_postgres, member, monkeypatch, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from memory import recall_snapshot
     from memory.recall_service import recall_resolve
 
@@ -401,7 +401,7 @@ _BUMP_AT = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
         (_BUMP_AT + timedelta(seconds=30), _BUMP_AT + timedelta(seconds=30)),  # never moves back
     ],
 )
-def test_a_bump_counts_every_recall_and_moves_the_time_to_the_minute(  # type: ignore[no-untyped-def]
+def test_a_bump_counts_every_recall_and_moves_the_time_to_the_minute(
     member, remembered, stored, expected
 ) -> None:
     MemoryEntry.objects.filter(member=member).update(reference_count=3, last_referenced_at=stored)
@@ -414,9 +414,7 @@ def test_a_bump_counts_every_recall_and_moves_the_time_to_the_minute(  # type: i
     assert {(e.reference_count, e.last_referenced_at) for e in others} == {(3, stored)}
 
 
-def test_a_bump_within_the_minute_adds_no_index_entry(  # type: ignore[no-untyped-def]
-    require_postgres, member, remembered
-) -> None:
+def test_a_bump_within_the_minute_adds_no_index_entry(require_postgres, member, remembered) -> None:
     # HOT: the new row version stays on its page and no index gets an entry for it. That
     # needs room on the page (migration 0007) and every indexed column unchanged.
     from django.db import connection

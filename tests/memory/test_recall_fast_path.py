@@ -141,7 +141,7 @@ def _generated(examples: int) -> Any:
 
 @pytest.mark.django_db
 @_generated(40)
-def test_fast_path_equals_the_exhaustive_pipeline(member, other_member, data) -> None:  # type: ignore[no-untyped-def]
+def test_fast_path_equals_the_exhaustive_pipeline(member, other_member, data) -> None:
     draw = data.draw
     with transaction.atomic():
         n = draw(st.integers(0, 40))
@@ -262,7 +262,7 @@ def _profile_request(member: Any, query: str, surface: str) -> recall.RecallRequ
 
 
 @pytest.mark.django_db
-def test_the_scan_stops_early_on_many_old_rows(member) -> None:  # type: ignore[no-untyped-def]
+def test_the_scan_stops_early_on_many_old_rows(member) -> None:
     rows = [
         _profile_row(
             member,
@@ -283,7 +283,7 @@ def test_the_scan_stops_early_on_many_old_rows(member) -> None:  # type: ignore[
 @pytest.mark.django_db
 def test_a_common_term_is_read_by_walking_recency_and_a_rare_one_by_its_index(
     require_postgres, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # recall_db._choose_access: "coffee" is in most rows, so its stream's first chunk walks
     # the recency index testing each row; "tea" is in a few, so its stream asks the term
     # index. Either way the answer must be the exhaustive pipeline's.
@@ -325,7 +325,7 @@ def test_a_common_term_is_read_by_walking_recency_and_a_rare_one_by_its_index(
 @pytest.mark.django_db(transaction=True)
 def test_the_reads_reuse_generic_plans_and_leave_the_connection_as_it_was(
     require_postgres, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # recall_db.fast_resolve: planning was a third of the database's time at 1k.
     from django.db import connection
 
@@ -333,7 +333,7 @@ def test_the_reads_reuse_generic_plans_and_leave_the_connection_as_it_was(
     MemoryEntry.objects.bulk_create(rows)
     modes: list[str] = []
 
-    def spy(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def spy(execute, sql, params, many, context):
         modes.append(connection.connection.execute("SHOW plan_cache_mode").fetchone()[0])
         return execute(sql, params, many, context)
 
@@ -372,7 +372,7 @@ def test_the_first_chunk_grows_with_the_member(gated: int, ranker: str, chunk: i
 
 
 @pytest.mark.django_db
-def test_hybrid_fast_path_uses_the_stored_vectors(member) -> None:  # type: ignore[no-untyped-def]
+def test_hybrid_fast_path_uses_the_stored_vectors(member) -> None:
     # On PostgreSQL the vectors come joined to their rows (`_statement`'s `vectors_of`),
     # elsewhere by a query; either way a stored vector is the one ranked, and a row
     # without one is embedded. One row's stored vector is another text's, on purpose: a
@@ -421,7 +421,7 @@ def test_hybrid_fast_path_uses_the_stored_vectors(member) -> None:  # type: igno
 @pytest.mark.django_db
 def test_the_all_rows_stream_starts_deeper_so_one_round_suffices(
     require_postgres, member, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """recall_db.ALL_ROWS_FIRST_CHUNK_FACTOR: rows holding no query word are bounded only by
     recency, so the all-rows stream's first chunk is twice a term stream's; on this member a
     first chunk of the term streams' size needs a second round, twice that does not."""
@@ -440,7 +440,7 @@ def test_the_all_rows_stream_starts_deeper_so_one_round_suffices(
 @pytest.mark.django_db
 def test_the_hybrid_all_rows_stream_starts_deeper_still(
     require_postgres, member, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """recall_db.HYBRID_ALL_ROWS_FIRST_CHUNK_FACTOR: with the hybrid ranker a row holding no
     query word may still score on its cosine, so the all-rows stream starts deeper than
     lexical's; on this member that saves a round, and the answer is the exhaustive
@@ -476,7 +476,7 @@ STATIC_CASES = [
 @pytest.mark.parametrize(("offset", "references", "origin"), STATIC_CASES)
 def test_the_sql_bound_scores_a_row_as_the_pipeline_does(
     require_postgres, member, offset, references, origin
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """`recall_db._static_sql` is `recall.score_without_semantic` in SQL: the filter on
     streams read after the first round relies on it never falling below Python's value."""
     from django.db import connection
@@ -521,7 +521,7 @@ def _recent_row(member: Any, draw: Any, n: int) -> MemoryEntry:
 @_generated(25)
 def test_streams_read_on_under_the_k_th_score_still_equal_the_exhaustive_pipeline(
     require_postgres, member, data
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from memory import embedding
     from tests.conftest import need_service
 

@@ -30,7 +30,7 @@ TOKEN = "ghp_nPa5lwOo0OpGcSDuJZKMvlsbxFHz9GuXlmPv"  # a fake GitHub token from t
 )
 def test_a_credential_in_any_returned_field_keeps_the_entry_in(
     surface_api, member, monkeypatch, extra
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     grant_storage(member)
     # Written as the code before the fix did: only the body was screened.
     monkeypatch.setattr(services.screening, "write_texts", lambda **fields: {})

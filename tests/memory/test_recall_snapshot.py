@@ -36,7 +36,7 @@ from tests.memory.test_recall_fast_path import (
 
 
 @pytest.fixture(autouse=True)
-def _snapshots_on(settings):  # type: ignore[no-untyped-def]
+def _snapshots_on(settings):
     settings.IRIS_RECALL_SNAPSHOT = True  # tests/conftest.py empties the cache for each test
 
 
@@ -55,7 +55,7 @@ def _exhaustive(
 
 @pytest.mark.django_db
 @_generated(40)
-def test_a_snapshot_recall_equals_the_exhaustive_pipeline(member, other_member, data) -> None:  # type: ignore[no-untyped-def]
+def test_a_snapshot_recall_equals_the_exhaustive_pipeline(member, other_member, data) -> None:
     draw = data.draw
     with transaction.atomic():
         rows = [_row(member, draw, i) for i in range(draw(st.integers(0, 40)))]
@@ -82,7 +82,7 @@ def test_a_snapshot_recall_equals_the_exhaustive_pipeline(member, other_member, 
 @_generated(20)
 def test_a_hybrid_snapshot_recall_equals_the_exhaustive_pipeline(
     require_postgres, member, data
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     import numpy as np
 
     from memory import embedding
@@ -166,7 +166,7 @@ def _set(row: MemoryEntry, **columns: Any) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> None:
     rows = _coffee_rows(member, 40)
     request = _profile_request(member, "coffee", "assistant")
     first = _agrees(request, member)
@@ -212,7 +212,7 @@ def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> Non
 @pytest.mark.django_db(transaction=True)
 def test_a_snapshot_that_missed_a_change_still_never_returns_the_row(
     require_postgres, member
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     _coffee_rows(member, 20)
     request = _profile_request(member, "coffee", "assistant")
     top = _agrees(request, member)[0]
@@ -234,7 +234,7 @@ def _second_connection() -> psycopg.Connection[Any]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_change_committed_after_a_later_one_is_still_seen(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_change_committed_after_a_later_one_is_still_seen(require_postgres, member) -> None:
     rows = _coffee_rows(member, 20)
     request = _profile_request(member, "coffee", "assistant")
     _agrees(request, member)
@@ -255,7 +255,7 @@ def test_a_change_committed_after_a_later_one_is_still_seen(require_postgres, me
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_writer_left_open_costs_each_look_only_its_own_changes(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_writer_left_open_costs_each_look_only_its_own_changes(require_postgres, member) -> None:
     rows = _coffee_rows(member, 10)
     _agrees(_profile_request(member, "coffee", "assistant"), member)
     snap = _snapshot_of(member)
@@ -276,7 +276,7 @@ def test_a_writer_left_open_costs_each_look_only_its_own_changes(require_postgre
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_change_log_names_rows_and_nothing_of_their_text(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+def test_the_change_log_names_rows_and_nothing_of_their_text(require_postgres, member) -> None:
     rows = _coffee_rows(member, 3)
     _set(rows[0], reference_count=4)
     with connection.cursor() as cursor:
@@ -301,7 +301,7 @@ def test_the_change_log_names_rows_and_nothing_of_their_text(require_postgres, m
 
 
 @pytest.mark.django_db(transaction=True)
-def test_old_changes_are_pruned_and_recent_ones_kept(require_postgres, member, settings) -> None:  # type: ignore[no-untyped-def]
+def test_old_changes_are_pruned_and_recent_ones_kept(require_postgres, member, settings) -> None:
     from iris_site.beat import BEAT_SCHEDULE
     from memory.tasks import prune_recall_changes
 
@@ -329,7 +329,7 @@ def test_old_changes_are_pruned_and_recent_ones_kept(require_postgres, member, s
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_holds_snapshots_up_to_its_row_budget(
     require_postgres, member, other_member, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     settings.IRIS_RECALL_SNAPSHOT_ROWS = 30
     _coffee_rows(member, 20)
     MemoryEntry.objects.bulk_create(
@@ -344,7 +344,7 @@ def test_a_worker_holds_snapshots_up_to_its_row_budget(
 @pytest.mark.django_db(transaction=True)
 def test_a_snapshot_is_rebuilt_when_old_and_dropped_when_idle(
     require_postgres, member, other_member, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     _coffee_rows(member, 5)
     request = _profile_request(member, "coffee", "assistant")
     _agrees(request, member)
@@ -360,14 +360,14 @@ def test_a_snapshot_is_rebuilt_when_old_and_dropped_when_idle(
 
 
 @pytest.mark.django_db
-def test_no_snapshot_is_kept_inside_a_transaction(member) -> None:  # type: ignore[no-untyped-def]
+def test_no_snapshot_is_kept_inside_a_transaction(member) -> None:
     # Rows a transaction has not committed must not outlive its rollback in a worker.
     assert connection.in_atomic_block
     assert not recall_snapshot.usable()
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_vector_stored_later_reaches_the_snapshot(require_postgres, member) -> None:  # type: ignore[no-untyped-def]
+def test_a_vector_stored_later_reaches_the_snapshot(require_postgres, member) -> None:
     import numpy as np
 
     from memory import embedding
@@ -400,7 +400,7 @@ _CHANGES = ["insert", "lifecycle", "suppress", "unsuppress", "usage", "delete"]
 @_generated(15)
 def test_a_cached_snapshot_agrees_after_any_sequence_of_changes(
     require_postgres, member, data
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     draw = data.draw
     MemoryEntry.objects.filter(member=member).delete()  # committed rows of earlier examples
     recall_snapshot.clear()
@@ -476,7 +476,7 @@ def _change(change: str, draw: Any) -> dict[str, Any]:
 
 
 @pytest.mark.django_db
-def test_doctor_names_a_disabled_change_log_trigger(require_postgres, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_names_a_disabled_change_log_trigger(require_postgres, capsys) -> None:
     from django.core.management import CommandError, call_command
 
     assert recall_snapshot.missing_triggers() == []

@@ -29,7 +29,7 @@ class Clock:
 
 
 @pytest.fixture
-def clock(settings, monkeypatch) -> Clock:  # type: ignore[no-untyped-def]
+def clock(settings, monkeypatch) -> Clock:
     settings.IRIS_RECALL_STATS_SECONDS = 30
     monkeypatch.setattr(recall_db, "_STATS_CACHE", {})
     fake = Clock()
@@ -37,7 +37,7 @@ def clock(settings, monkeypatch) -> Clock:  # type: ignore[no-untyped-def]
     return fake
 
 
-def _rows(member, start: int, count: int) -> None:  # type: ignore[no-untyped-def]
+def _rows(member, start: int, count: int) -> None:
     MemoryEntry.objects.bulk_create(
         _profile_row(
             member,
@@ -49,7 +49,7 @@ def _rows(member, start: int, count: int) -> None:  # type: ignore[no-untyped-de
     )
 
 
-def _recall(member, query: str, surface: str = "assistant", scopes=None):  # type: ignore[no-untyped-def]
+def _recall(member, query: str, surface: str = "assistant", scopes=None):
     request = _profile_request(member, query, surface)
     prepare = semantic.semantic_for("lexical")
     with CaptureQueriesContext(connection) as seen:
@@ -60,7 +60,7 @@ def _recall(member, query: str, surface: str = "assistant", scopes=None):  # typ
     return request, prepare, fast, stats
 
 
-def test_a_second_recall_within_the_period_counts_nothing(require_postgres, member, clock) -> None:  # type: ignore[no-untyped-def]
+def test_a_second_recall_within_the_period_counts_nothing(require_postgres, member, clock) -> None:
     _rows(member, 0, 30)
     _, _, first, stats = _recall(member, "coffee")
     assert len(stats) == 1 and stats[0].startswith(TOTALS)
@@ -71,7 +71,7 @@ def test_a_second_recall_within_the_period_counts_nothing(require_postgres, memb
     assert second.corpus == first.corpus
 
 
-def test_a_new_term_is_counted_alone_and_the_period_ends(require_postgres, member, clock) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_term_is_counted_alone_and_the_period_ends(require_postgres, member, clock) -> None:
     _rows(member, 0, 30)
     _recall(member, "coffee")
     _, _, fast, stats = _recall(member, "coffee tea")
@@ -87,7 +87,7 @@ def test_a_new_term_is_counted_alone_and_the_period_ends(require_postgres, membe
     assert sorted(fresh.corpus.document_frequency.values()) == [12, 12]
 
 
-def test_other_gates_have_their_own_counts(require_postgres, member, clock) -> None:  # type: ignore[no-untyped-def]
+def test_other_gates_have_their_own_counts(require_postgres, member, clock) -> None:
     _rows(member, 0, 12)
     _, _, everyone, _ = _recall(member, "coffee", scopes=["assistant_profile"])
     _, _, nobody, stats = _recall(member, "coffee", scopes=["notebook"])
@@ -98,7 +98,7 @@ def test_other_gates_have_their_own_counts(require_postgres, member, clock) -> N
 
 def test_a_stale_snapshot_still_ranks_as_the_reference_does(
     require_postgres, member, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     _rows(member, 0, 40)
     _recall(member, "coffee rain")
     _rows(member, 40, 20)
@@ -110,7 +110,7 @@ def test_a_stale_snapshot_still_ranks_as_the_reference_does(
     assert _entries(fast.result) == _entries(full)
 
 
-def test_a_period_of_zero_counts_every_time(require_postgres, member, clock, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_period_of_zero_counts_every_time(require_postgres, member, clock, settings) -> None:
     settings.IRIS_RECALL_STATS_SECONDS = 0
     _rows(member, 0, 9)
     assert len(_recall(member, "coffee")[3]) == 1
@@ -118,7 +118,7 @@ def test_a_period_of_zero_counts_every_time(require_postgres, member, clock, set
     assert recall_db._STATS_CACHE == {}  # noqa: SLF001
 
 
-def test_a_full_snapshot_is_emptied_without_losing_what_this_recall_held(  # type: ignore[no-untyped-def]
+def test_a_full_snapshot_is_emptied_without_losing_what_this_recall_held(
     require_postgres, member, clock, monkeypatch
 ) -> None:
     monkeypatch.setattr(recall_db, "STATS_CACHE_MAX", 2)

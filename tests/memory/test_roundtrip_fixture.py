@@ -94,7 +94,7 @@ def fixture_entries(user: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def consenting(member):  # type: ignore[no-untyped-def]
+def consenting(member):
     grant_storage(member)
     grant(member, ConsentType.MULTI_ACTOR_SENSITIVE)
     grant(member, *(category_consent_type(c) for c in sorted(SENSITIVE_CATEGORIES)))
@@ -103,7 +103,7 @@ def consenting(member):  # type: ignore[no-untyped-def]
 
 def test_every_origin_lifecycle_sensitive_category_and_suppression_round_trips(
     surface_api, member_api, consenting
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     user = str(consenting.public_id)
     written: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for sent in fixture_entries(user):

@@ -119,7 +119,7 @@ def test_unknown_setting_names_the_setting_and_the_choices() -> None:
         semantic.semantic_for("vector")
 
 
-def test_hybrid_without_the_model_refuses_to_start(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_hybrid_without_the_model_refuses_to_start(monkeypatch) -> None:
     monkeypatch.setattr(embedding, "unavailable_reason", lambda: "model package missing")
     with pytest.raises(embedding.EmbeddingUnavailable, match="hybrid but model package missing"):
         semantic.semantic_for("hybrid")
