@@ -314,9 +314,9 @@ def ensure_vectors(members: list[str]) -> dict[str, float]:
     reads another member's rows. Returns seconds spent and texts encoded."""
     from django.db import connection
 
-    from memory import embedding
     from memory.models import MemoryEntry
-    from memory.recall_models import MemoryEmbedding
+    from memory.recall.models import MemoryEmbedding
+    from memory.recall.ranking import embedding
 
     encoder = embedding.default_encoder()
     started = time.perf_counter()
@@ -353,7 +353,7 @@ def ensure_vectors(members: list[str]) -> dict[str, float]:
 
 def request_for(member_uid: str, query: str) -> object:
     from governance.models import User
-    from memory import recall
+    from memory.recall import pipeline as recall
 
     member = User.objects.get(public_id=member_uid)
     return member, recall.RecallRequest(
@@ -377,7 +377,7 @@ def request_for(member_uid: str, query: str) -> object:
 def stored_vectors(member: object) -> dict[str, bytes]:
     """Each current revision's stored embedding, by entry id."""
     from memory.models import MemoryEntry
-    from memory.recall_models import MemoryEmbedding
+    from memory.recall.models import MemoryEmbedding
 
     entry_of = dict(
         MemoryEntry.objects.filter(member=member, is_current=True).values_list(
@@ -393,7 +393,10 @@ def stored_vectors(member: object) -> dict[str, bytes]:
 
 
 def bench_in_process(size: int, member_uid: str, ranker: str, n: int) -> None:
-    from memory import recall, recall_db, recall_snapshot, semantic
+    from memory.recall import db as recall_db
+    from memory.recall import pipeline as recall
+    from memory.recall import snapshot as recall_snapshot
+    from memory.recall.ranking import semantic
     from memory.selectors import recall_candidates
 
     rng = random.Random(size)
@@ -607,7 +610,7 @@ def main() -> None:
         for size in sizes:
             uid = state["members"][str(size)]
             # Warm every worker: each builds its own snapshot of the member on its first
-            # recall of them (memory.recall_snapshot; `snapshot` above says what it costs).
+            # recall of them (memory.recall.snapshot; `snapshot` above says what it costs).
             http_clients(port, state["token"], uid, 64, 8)
             seq = http_clients(port, state["token"], uid, args.requests, 1)
             emit(

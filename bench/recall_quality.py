@@ -28,18 +28,19 @@ The headline table ranks by the semantic function alone; a second pass (unless -
 runs the full `memory.recall.resolve` with recency, references and origin made equal for
 every memory (assistant surface, budget 12) and reports its hit@12 as a cross-check.
 
-Queries are split 30/70 into dev and test (seeded). `memory.semantic.HYBRID_LEXICAL_WEIGHT`
-was chosen on dev; every figure printed is on test. The script re-runs the dev grid and
-says if it would now choose another weight.
+Queries are split 30/70 into dev and test (seeded).
+`memory.recall.ranking.semantic.HYBRID_LEXICAL_WEIGHT` was chosen on dev; every figure
+printed is on test. The script re-runs the dev grid and says if it would now choose another
+weight.
 
 Speed: write-time batch throughput (texts/s), query-embedding latency on one thread, the
 latency of embedding one 24-word memory body as a write does, and the exhaustive hybrid
 recall at 10k including the query embedding. `--compare` times every installed backend
 (numpy, onnx, onnx-int8) in alternating rounds, since this machine's speed drifts.
 
-The encoder backend is `memory.embedding.choose_backend()`'s (IRIS_EMBEDDING_BACKEND, else
-ONNX Runtime when installed) unless `--backend` names one; every JSON line carries it, and
-the cached set embeddings are keyed by it.
+The encoder backend is `memory.recall.ranking.embedding.choose_backend()`'s
+(IRIS_EMBEDDING_BACKEND, else ONNX Runtime when installed) unless `--backend` names one;
+every JSON line carries it, and the cached set embeddings are keyed by it.
 
 Prints a table and one JSON line per (size, ranker) and per speed figure.
 """
@@ -69,10 +70,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from consent.enums import Category  # noqa: E402
-from memory import embedding, semantic  # noqa: E402
 from memory.enums import Lifecycle, Origin, ProvenanceKind, RecallSurface, ScopeKind  # noqa: E402
-from memory.lexical import Bm25Index  # noqa: E402
-from memory.recall import (  # noqa: E402
+from memory.recall.pipeline import (  # noqa: E402
     Candidate,
     ProvenanceLink,
     RecallRequest,
@@ -80,6 +79,8 @@ from memory.recall import (  # noqa: E402
     resolve,
     tokens,
 )
+from memory.recall.ranking import embedding, semantic  # noqa: E402
+from memory.rules.lexical import Bm25Index  # noqa: E402
 
 SEED = 20260611
 SIZES = (1_000, 10_000)
@@ -1066,7 +1067,7 @@ class Rankers:
 
     @staticmethod
     def blend(lexical: np.ndarray, cosine: np.ndarray, weight: float) -> np.ndarray:
-        # memory.semantic.hybrid, elementwise (same IEEE operations, same values)
+        # memory.recall.ranking.semantic.hybrid, elementwise (same IEEE operations, same values)
         return weight * lexical + (1.0 - weight) * np.maximum(cosine, 0.0)
 
 
@@ -1164,7 +1165,7 @@ def set_embeddings(
     if encoder.backend != "numpy":  # numpy keeps the key its cached files were saved under
         digest.update(f":{encoder.backend}".encode())
     if encoder.backend == "onnx-int8":
-        from memory import embedding_onnx
+        from memory.recall.ranking import embedding_onnx
 
         digest.update(f":{embedding_onnx.INT8_SCHEME}".encode())
     for t in texts:
@@ -1367,7 +1368,7 @@ def recall_pass(
     encoder: embedding.Encoder,
     results: dict[int, dict[str, dict[str, float]]],
 ) -> dict[str, list[float]]:
-    """Rank through memory.recall.resolve with the memory.semantic preparers; time hybrid."""
+    """Rank through the pipeline's resolve with the semantic preparers; time hybrid."""
     candidates = candidates_of(memories)
     vectors = semantic.VectorIndex(rankers.ids, rankers.matrix)
     index_of = {m.entry_id: m.index for m in memories}

@@ -1,7 +1,7 @@
 """Work that may wait until the answer has gone out, and may be lost.
 
 Only work whose loss costs nothing belongs here: today, building a worker's recall
-snapshot of a member (`memory.recall_snapshot.warm`), which the next recall rebuilds if
+snapshot of a member (`memory.recall.snapshot.warm`), which the next recall rebuilds if
 it never ran. Records (usage counters, recall history, audit) commit with the answer's own
 transaction instead: a worker killed between sending the answer and running this queue
 loses the queue (docs/decisions/hardening-controls.md).

@@ -237,7 +237,7 @@ IRIS_RECALL_SEMANTIC = env_str("IRIS_RECALL_SEMANTIC", "jaccard")
 # them on every recall). They weigh the lexical score only; docs/decisions/recall.md.
 IRIS_RECALL_STATS_SECONDS = env_float("IRIS_RECALL_STATS_SECONDS", 30.0)
 # Recall ranks from a per-worker snapshot of each member's rows, kept current by the change
-# log (memory.recall_snapshot, docs/decisions/recall.md): on/off, seconds before a snapshot
+# log (memory.recall.snapshot, docs/decisions/recall.md): on/off, seconds before a snapshot
 # is rebuilt from scratch, rows a worker holds over all members, and how long the change
 # log keeps a change (longer than a snapshot lives).
 IRIS_RECALL_SNAPSHOT = env_bool("IRIS_RECALL_SNAPSHOT", True)

@@ -16,7 +16,7 @@ urlpatterns = [
     path("api/v1/", include("governance.api_urls")),
     path("api/v1/", include("consent.api_urls")),
     path("api/v1/", include("memory.api_urls")),
-    path("api/v1/", include("memory.api_recall_urls")),
+    path("api/v1/", include("memory.recall.urls")),
     path("api/v1/", include("memory.continuity.api_urls")),
     path("consent/", include("consent.urls")),
     path("memory/", include("memory.urls")),

@@ -14,6 +14,6 @@ except SettingsError as exc:
 
 # Before the first request: with the hybrid ranker on, the model is loaded and warmed here
 # (under gunicorn --preload, once in the master, its weights then shared by the workers).
-from memory.recall_service import warm_up  # noqa: E402
+from memory.recall.service import warm_up  # noqa: E402
 
 warm_up()

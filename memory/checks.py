@@ -20,7 +20,7 @@ def recall_change_log(
 ) -> list[checks.CheckMessage]:
     if not databases:
         return []
-    from memory.recall_snapshot import missing_triggers
+    from memory.recall.snapshot import missing_triggers
 
     missing = missing_triggers()
     if not missing:

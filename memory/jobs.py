@@ -9,7 +9,7 @@ what the killed run already handled.
 
 Writes go through `memory.services` with a system principal (`Principal.system`), so the
 governance kernel decides and audits them like any other call (DESIGN invariant 8). The
-rules of what is due live in the pure module `memory.retention`; this module only selects
+rules of what is due live in the pure module `memory.rules.retention`; this module only selects
 candidates, asks those rules, and calls the services. The decisions are written up in
 docs/decisions/memory.md ("Jobs").
 """
@@ -34,7 +34,7 @@ from governance.pipeline import Denied
 from governance.principal import Principal
 from memory.enums import Lifecycle, Origin, ProvenanceKind
 from memory.models import MemoryEntry
-from memory.retention import (
+from memory.rules.retention import (
     DECAY_HALF_LIFE,
     INFERRED_ORIGINS,
     RETENTION_ENVELOPES,

@@ -17,7 +17,7 @@ from django.db.models import Q
 
 from consent.enums import AdapterScope, Category
 from memory.enums import Lifecycle, Origin, ScopeKind, SuppressionReason
-from memory.masking import RELATIONSHIP_NOTE_MAX_LENGTH
+from memory.rules.masking import RELATIONSHIP_NOTE_MAX_LENGTH
 
 BODY_MAX_LENGTH = 4000
 SUBJECT_MAX_LENGTH = 200
@@ -63,11 +63,11 @@ JACCARD_MARK = "~"
 def recall_term_keys(member_id: Any, body: str) -> str:
     """What `MemoryEntry.recall_terms` holds, each key prefixed by the member so a GIN
     lookup reads one member's postings only: the body's distinct BM25 terms (the very
-    `memory.lexical.terms` ranking uses: "42:walk") and its Jaccard tokens (the very
+    `memory.rules.lexical.terms` ranking uses: "42:walk") and its Jaccard tokens (the very
     `memory.recall.tokens`: "42:~walked"). A body that is not plain ASCII gets the single
     key "42:" instead: recall always hands those rows to Python."""
-    from memory.lexical import terms
-    from memory.recall import tokens
+    from memory.recall.pipeline import tokens
+    from memory.rules.lexical import terms
 
     if not body.isascii():
         return f"{member_id}:"
@@ -392,4 +392,4 @@ class OffTheRecord(models.Model):
         ]
 
 
-from memory.recall_models import *  # noqa: E402,F401,F403
+from memory.recall.models import *  # noqa: E402,F401,F403

@@ -29,11 +29,11 @@ from governance.keys import text_fingerprint
 from governance.models import User
 from governance.principal import Principal
 from governance.text import check_instant
-from memory import recall
-from memory.conflicts import normalise_subject
 from memory.enums import Lifecycle, ScopeKind
 from memory.models import MemoryEntry, OffTheRecord, PendingConflict
-from memory.scopes import ScopeRuleError, parse_scope_key
+from memory.recall import pipeline as recall
+from memory.rules.conflicts import normalise_subject
+from memory.rules.scopes import ScopeRuleError, parse_scope_key
 
 FINGERPRINT_PURPOSE = keys.TEXT_FINGERPRINT_PURPOSE
 DEFAULT_PAGE = 50

@@ -27,7 +27,6 @@ from governance.fields import (
 )
 from governance.text import TextRuleError, check_identifier_text, safe_field_name
 from memory.enums import Lifecycle, Origin, ProvenanceKind, ScopeKind, SuppressionReason
-from memory.masking import RELATIONSHIP_NOTE_MAX_LENGTH
 from memory.models import (
     BODY_MAX_LENGTH,
     SESSION_ID_MAX_LENGTH,
@@ -36,8 +35,9 @@ from memory.models import (
     MemoryEntry,
     OffTheRecord,
 )
-from memory.recall import rfc3339
-from memory.scopes import ScopeRuleError, validate_scope
+from memory.recall.pipeline import rfc3339
+from memory.rules.masking import RELATIONSHIP_NOTE_MAX_LENGTH
+from memory.rules.scopes import ScopeRuleError, validate_scope
 from memory.services import (
     CONFLICT_ANSWERS,
     ActorMention,

@@ -58,17 +58,6 @@ from governance.pipeline import (
 from governance.principal import Principal
 from governance.runs import content_fingerprint, runs_forget_content
 from memory import controls, screening, selectors
-from memory.conflicts import (
-    Authority,
-    ConflictResolution,
-    ConflictSide,
-    authority_of,
-    conflict_key,
-    derive_subject,
-    normalise_subject,
-    resolve_conflict,
-    same_value,
-)
 from memory.enums import (
     ADAPTER_TO_CANONICAL,
     CANONICAL_DEFAULT_ADAPTER,
@@ -78,13 +67,6 @@ from memory.enums import (
     ProvenanceKind,
     ScopeKind,
     SuppressionReason,
-)
-from memory.masking import (
-    MultiActorRuleError,
-    actor_handle,
-    normalise_actor_name,
-    validate_actor_handle,
-    validate_relationship_note,
 )
 from memory.models import (
     BODY_MAX_LENGTH,
@@ -99,15 +81,33 @@ from memory.models import (
     OffTheRecord,
     PendingConflict,
 )
-from memory.promotion import (
+from memory.recall.pipeline import rfc3339
+from memory.rules.conflicts import (
+    Authority,
+    ConflictResolution,
+    ConflictSide,
+    authority_of,
+    conflict_key,
+    derive_subject,
+    normalise_subject,
+    resolve_conflict,
+    same_value,
+)
+from memory.rules.masking import (
+    MultiActorRuleError,
+    actor_handle,
+    normalise_actor_name,
+    validate_actor_handle,
+    validate_relationship_note,
+)
+from memory.rules.promotion import (
     PromotionDecision,
     PromotionReason,
     count_distinct_sessions,
     evaluate_promotion,
     promoted_origin,
 )
-from memory.recall import rfc3339
-from memory.scopes import ScopeRuleError, check_scope_change, validate_scope
+from memory.rules.scopes import ScopeRuleError, check_scope_change, validate_scope
 from memory.selectors import conflict_fingerprint as _conflict_fingerprint
 from memory.selectors import text_fingerprint, value_fingerprint
 
@@ -474,7 +474,7 @@ def _validated_scope(
 ) -> tuple[ScopeKind, dict[str, str], str]:
     """The scope kind, its identifiers (ids canonical) and its key, or ValidationFailed.
 
-    The identifiers must be exactly the kind's (`memory.scopes.validate_scope`); `userId`
+    The identifiers must be exactly the kind's (`memory.rules.scopes.validate_scope`); `userId`
     must be this member and `tenantId` the member's tenant; `operatorId` must name an
     operator of the tenant.
     """
@@ -813,7 +813,7 @@ def _insert_revision(
     # Every write inserts one: plain SQL (see governance.plainsql), no signals are used.
     plainsql.insert(MemoryEntry, [entry])
     # With the hybrid ranker on, each revision's vector is computed at write time.
-    from memory.recall_service import store_embeddings
+    from memory.recall.service import store_embeddings
 
     store_embeddings([entry], now=now, fresh=True)
     return entry
@@ -1903,7 +1903,7 @@ def memory_forget(
 
     Open questions about it and its inference counts go now, with any stored API answer
     that quoted it; the text of its revisions stays only for the soft-delete grace window
-    (`memory.retention.SOFT_DELETE_GRACE`), after which the purge job hard-deletes the
+    (`memory.rules.retention.SOFT_DELETE_GRACE`), after which the purge job hard-deletes the
     rows (`memory_hard_delete`). Surfaces no longer see it at all; the member sees it as
     forgotten until the purge. A value forgotten here is never silently re-created.
     """
@@ -2048,7 +2048,7 @@ def memory_change_scope(
     context: Mapping[str, Any] | None = None,
     now: datetime | None = None,
 ) -> WriteOutcome:
-    """Move a memory to another scope at the member's request (`memory.scopes`).
+    """Move a memory to another scope at the member's request (`memory.rules.scopes`).
 
     session → profile is an explicit promotion (an inference becomes `user-confirmed`, a
     draft active, with a `profile-promotion` provenance link); session → notebook and

@@ -16,7 +16,8 @@ from celery import shared_task
 from django.db import transaction
 
 from governance.models import Tenant
-from memory import jobs, recall_snapshot
+from memory import jobs
+from memory.recall import snapshot as recall_snapshot
 
 TASK_OPTIONS: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True}
 
@@ -83,7 +84,7 @@ def expire(tenant_id: str | None = None, batch: int = jobs.DEFAULT_BATCH) -> dic
 
 @shared_task(name="memory.tasks.prune_recall_changes", **TASK_OPTIONS)
 def prune_recall_changes(batch: int = 20_000, batches: int = 250) -> dict[str, int]:
-    """Recall's change log past its keep (memory.recall_snapshot), a batch at a time.
+    """Recall's change log past its keep (memory.recall.snapshot), a batch at a time.
     Every recall notes the rows its usage bump touched (about 12): at 300 recalls a second
     that is some 1M rows in five minutes, so a run takes up to 5M."""
     return {"deleted": recall_snapshot.prune_changes(batch=batch, batches=batches)}

@@ -30,9 +30,9 @@ from governance.principal import Principal, principal_of
 from memory import selectors, services
 from memory.enums import Lifecycle, ScopeKind
 from memory.models import BODY_MAX_LENGTH, MemoryEntry
-from memory.recall_service import recent_recalls
-from memory.retention import purge_due_at
-from memory.scopes import check_scope_change
+from memory.recall.service import recent_recalls
+from memory.rules.retention import purge_due_at
+from memory.rules.scopes import check_scope_change
 
 LIST_LIMIT = 200
 
@@ -56,7 +56,7 @@ ORIGIN_LABELS: dict[str, str] = {
     "imported": "Imported",
 }
 
-# Where a member may move a memory from each kind (the rule itself is memory.scopes).
+# Where a member may move a memory from each kind (the rule itself is memory.rules.scopes).
 SCOPE_TARGETS: tuple[str, ...] = (ScopeKind.PROFILE.value, ScopeKind.NOTEBOOK.value)
 DEFAULT_NOTEBOOK = "personal"
 

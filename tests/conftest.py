@@ -94,8 +94,8 @@ def _checkpoints_in_tmp(tmp_path, settings):
 
 @pytest.fixture(autouse=True)
 def _no_recall_snapshots_between_tests():
-    # A worker's member snapshots (memory.recall_snapshot) belong to one test's data.
-    from memory import recall_snapshot
+    # A worker's member snapshots (memory.recall.snapshot) belong to one test's data.
+    from memory.recall import snapshot as recall_snapshot
 
     recall_snapshot.clear()
 

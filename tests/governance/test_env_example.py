@@ -19,7 +19,7 @@ def _read_by_iris() -> set[str]:
     for path in [*(ROOT / "iris_site").glob("*.py"), *(ROOT / "memory").rglob("*.py")]:
         for match in re.finditer(READERS, path.read_text()):
             names.add(match.group(1) or match.group(2))
-    names.add("IRIS_EMBEDDING_BACKEND")  # memory.embedding.BACKEND_ENV
+    names.add("IRIS_EMBEDDING_BACKEND")  # memory.recall.ranking.embedding.BACKEND_ENV
     return names - NOT_OURS
 
 

@@ -98,7 +98,7 @@ def test_the_master_and_a_process_without_the_runtime_go_on(exits, monkeypatch) 
 
 def test_gunicorn_stops_with_the_model_preloaded(tmp_path) -> None:
     """The hang itself: hybrid ranker, ONNX Runtime loaded in the master, SIGTERM."""
-    from memory import embedding
+    from memory.recall.ranking import embedding
     from tests.conftest import need_service
 
     need_service(embedding.onnx_available(), "onnxruntime is not installed")

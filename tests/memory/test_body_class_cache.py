@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from governance import classify
 from governance.classify import Classification, classify_text
-from memory import recall_service
+from memory.recall import service as recall_service
 
 SECRET_BODY = "my api token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 

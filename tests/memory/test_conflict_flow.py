@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from governance.errors import Conflict
-from memory.conflicts import ConflictRule
 from memory.models import ForgottenValue, MemoryEntry, PendingConflict
+from memory.rules.conflicts import ConflictRule
 from memory.selectors import text_fingerprint
 from memory.services import memory_conflict_answer, memory_write
 from tests.memory.helpers import (

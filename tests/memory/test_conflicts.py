@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.conflicts import (
+from memory.enums import Origin
+from memory.rules.conflicts import (
     ConflictResolution,
     ConflictRule,
     ConflictSide,
@@ -15,7 +16,6 @@ from memory.conflicts import (
     resolve_conflict,
     same_value,
 )
-from memory.enums import Origin
 
 STATED = Origin.USER_STATED
 CONFIRMED = Origin.USER_CONFIRMED

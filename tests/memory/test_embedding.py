@@ -1,6 +1,6 @@
-"""The all-MiniLM-L6-v2 encoder (memory/embedding.py), on both backends: numpy and ONNX
-Runtime (memory/embedding_onnx.py). Every test taking `encoder` runs once per backend, and
-both are held to the same tolerance against sentence-transformers' reference vectors.
+"""The all-MiniLM-L6-v2 encoder (memory/recall/ranking/embedding.py), on both backends:
+numpy and ONNX Runtime (embedding_onnx.py). Every test taking `encoder` runs once per
+backend, and both are held to the same tolerance against sentence-transformers' reference vectors.
 
 Tests that need the model skip with a reason when the `embeddings` extra (which includes
 onnxruntime and onnx) or the model package is missing, and fail instead under
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from memory import embedding
+from memory.recall.ranking import embedding
 from tests.conftest import need_service
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
@@ -127,11 +127,11 @@ def test_asking_for_onnx_without_onnxruntime_says_what_to_install(monkeypatch) -
 
 
 def test_importing_the_module_imports_no_heavy_package() -> None:
-    """`memory.embedding` must stay cheap to import (the base install imports it)."""
+    """`memory.recall.ranking.embedding` must stay cheap to import (the base install imports it)."""
     import subprocess
 
     code = (
-        "import sys, memory.embedding; "
+        "import sys, memory.recall.ranking.embedding; "
         "print(sorted({'numpy', 'onnx', 'onnxruntime', 'tokenizers'} & set(sys.modules)))"
     )
     out = subprocess.run(
@@ -322,7 +322,7 @@ def test_onnx_backend_starts_no_threads_and_survives_fork() -> None:
 
 def test_a_failing_default_onnx_backend_falls_back_to_numpy(monkeypatch) -> None:
     need_model("onnx")
-    from memory import embedding_onnx
+    from memory.recall.ranking import embedding_onnx
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("no kernel for this CPU")

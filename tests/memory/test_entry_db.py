@@ -562,9 +562,9 @@ def test_concurrent_writes_of_one_fact_store_one_entry(require_postgres, member)
 def test_each_revision_stores_its_recall_terms_from_its_own_body(ready) -> None:
     """The term index holds exactly what the Python tokeniser makes of the body, keyed by
     member, through save and bulk_create alike; a correction's revision gets new terms."""
-    from memory.lexical import terms
     from memory.models import recall_term_keys
-    from memory.recall import tokens
+    from memory.recall.pipeline import tokens
+    from memory.rules.lexical import terms
 
     body = "I walked the dogs to the bakeries"
     first = write(ready, body, subject="walk").entry

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory import embedding
-from memory.recall_models import MemoryEmbedding
+from memory.recall.models import MemoryEmbedding
+from memory.recall.ranking import embedding
 from memory.services import memory_write
 from tests.conftest import need_service
 from tests.memory.helpers import as_member, draft, grant_storage
@@ -31,7 +31,7 @@ def test_each_revision_gets_its_vector_at_write_time(hybrid, member) -> None:
 
 
 def test_storing_again_keeps_the_vector_the_write_stored(hybrid, member) -> None:
-    from memory.recall_service import store_embeddings
+    from memory.recall.service import store_embeddings
 
     grant_storage(member)
     entry = memory_write(
@@ -54,7 +54,7 @@ def test_hybrid_recall_finds_a_paraphrased_memory_over_the_api(hybrid, member, s
 def test_hybrid_recall_from_the_worker_snapshot_with_the_query_embedded_alongside(
     require_postgres, hybrid, member, surface_api
 ) -> None:
-    from memory import recall_snapshot
+    from memory.recall import snapshot as recall_snapshot
 
     _paraphrased_recall(member, surface_api)
     [key] = recall_snapshot._CACHE  # committed rows, no transaction: the snapshot path
@@ -87,7 +87,7 @@ def _paraphrased_recall(member, surface_api, *, written: bool = False) -> None:
 
 
 def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings) -> None:
-    from memory.recall_service import warm_up
+    from memory.recall.service import warm_up
 
     settings.IRIS_RECALL_SEMANTIC = "lexical"
     assert warm_up() is False
@@ -101,7 +101,7 @@ def test_the_query_is_embedded_ahead_only_for_a_well_formed_recall(
     hybrid, member, monkeypatch
 ) -> None:
     from governance.errors import Forbidden, ValidationFailed
-    from memory.recall_service import RecallAsk, recall_resolve
+    from memory.recall.service import RecallAsk, recall_resolve
 
     started: list[str] = []
     real = embedding.prefetch

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from governance.models import AuditEvent, JobRun
 from memory import jobs, tasks
 from memory.models import MemoryEntry, PendingConflict
-from memory.retention import OPERATOR_COPILOT_RETENTION, SOFT_DELETE_GRACE
+from memory.rules.retention import OPERATOR_COPILOT_RETENTION, SOFT_DELETE_GRACE
 from memory.services import memory_forget, memory_write
 from tests.helpers_db import find_in_database
 from tests.memory.helpers import NOW, as_member, as_system, draft, grant_storage, scope_of

@@ -1,4 +1,4 @@
-"""BM25 lexical scoring (memory/lexical.py): the tokeniser's rules and the scorer's maths."""
+"""BM25 lexical scoring (memory/rules/lexical.py): the tokeniser's rules and the scorer's maths."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.lexical import K1, B, Bm25Index, CorpusStats, fragments, query_terms, stem, terms
+from memory.rules.lexical import K1, B, Bm25Index, CorpusStats, fragments, query_terms, stem, terms
 
 DOCS = {
     "d1": "I moved to Lisbon in March for a job at a bakery.",
@@ -200,7 +200,7 @@ _ascii_text = st.lists(_ascii_word, max_size=6).map(" ".join)
 @settings(max_examples=400, deadline=None)
 @given(body=_ascii_text, query=_ascii_text)
 def test_an_ascii_body_without_a_fragment_holds_no_query_term(body: str, query: str) -> None:
-    # memory.semantic.lexical_values skips tokenising such bodies: their score is 0.
+    # memory.recall.ranking.semantic.lexical_values skips tokenising such bodies: their score is 0.
     q = query_terms(query)
     if not any(f in body.lower() for f in fragments(q)):
         assert not set(terms(body)) & set(q)

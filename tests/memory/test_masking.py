@@ -5,7 +5,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memory.enums import RecallSurface
-from memory.masking import (
+from memory.rules.masking import (
     ACTOR_HANDLE_PATTERN,
     MultiActor,
     MultiActorRuleError,

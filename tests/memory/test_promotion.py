@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory.enums import Origin
-from memory.promotion import (
+from memory.rules.promotion import (
     PROMOTION_THRESHOLD,
     PromotionDecision,
     PromotionReason,

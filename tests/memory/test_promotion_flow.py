@@ -6,7 +6,7 @@ import pytest
 
 from consent.enums import Category
 from memory.models import InferenceObservation, MemoryEntry
-from memory.promotion import PROMOTION_THRESHOLD
+from memory.rules.promotion import PROMOTION_THRESHOLD
 from memory.services import memory_change_scope, memory_confirm, memory_write
 from tests.memory.helpers import (
     as_member,

@@ -19,7 +19,7 @@ from memory.enums import (
     ScopeKind,
     SuppressionReason,
 )
-from memory.recall import (
+from memory.recall.pipeline import (
     BUDGETS,
     DROP_REASONS,
     ORIGIN_WEIGHTS,

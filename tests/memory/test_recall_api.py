@@ -9,8 +9,8 @@ import pytest
 
 from governance.models import AuditEvent
 from memory.models import MemoryEntry
-from memory.recall_models import RecallEvent
-from memory.recall_service import AUDIT_ACTION, POLICY_ID, _bump_references, recent_recalls
+from memory.recall.models import RecallEvent
+from memory.recall.service import AUDIT_ACTION, POLICY_ID, _bump_references, recent_recalls
 from memory.services import memory_write
 from tests.helpers_db import run_together
 from tests.memory.helpers import as_member, draft, grant_storage
@@ -297,7 +297,7 @@ def test_the_member_page_shows_where_and_when_an_entry_was_recalled(
 
 
 def _profile_ask() -> Any:
-    from memory.recall_service import RecallAsk
+    from memory.recall.service import RecallAsk
 
     return RecallAsk(
         scope_kind="profile",
@@ -312,7 +312,7 @@ def _profile_ask() -> Any:
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, member) -> None:
-    from memory.recall_service import recall_resolve
+    from memory.recall.service import recall_resolve
 
     grant_storage(member)
     for body in ["I like my coffee black", "Coffee with oat milk", "Decaf coffee after six"]:
@@ -339,7 +339,7 @@ def test_outside_a_transaction_usage_and_history_are_one_statement(
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from memory.recall_service import recall_resolve
+    from memory.recall.service import recall_resolve
 
     grant_storage(member)
     for body in ["I like my coffee black", "Coffee with oat milk"]:
@@ -361,8 +361,8 @@ def test_outside_a_transaction_usage_and_history_are_one_statement(
 def test_a_workers_first_recall_of_a_member_streams_and_builds_the_snapshot_after(
     require_postgres, member, monkeypatch, settings
 ) -> None:
-    from memory import recall_snapshot
-    from memory.recall_service import recall_resolve
+    from memory.recall import snapshot as recall_snapshot
+    from memory.recall.service import recall_resolve
 
     grant_storage(member)
     for body in ["I like my coffee black", "Coffee with oat milk"]:

@@ -19,9 +19,11 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory import recall, recall_db, semantic
-from memory.lexical import Bm25Index
 from memory.models import MemoryEntry
+from memory.recall import db as recall_db
+from memory.recall import pipeline as recall
+from memory.recall.ranking import semantic
+from memory.rules.lexical import Bm25Index
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 WORDS = [
@@ -377,7 +379,7 @@ def test_hybrid_fast_path_uses_the_stored_vectors(member) -> None:
     # elsewhere by a query; either way a stored vector is the one ranked, and a row
     # without one is embedded. One row's stored vector is another text's, on purpose: a
     # path that re-embedded instead would rank it differently from the reference.
-    from memory import embedding
+    from memory.recall.ranking import embedding
     from tests.conftest import need_service
 
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
@@ -445,7 +447,7 @@ def test_the_hybrid_all_rows_stream_starts_deeper_still(
     query word may still score on its cosine, so the all-rows stream starts deeper than
     lexical's; on this member that saves a round, and the answer is the exhaustive
     pipeline's either way."""
-    from memory import embedding
+    from memory.recall.ranking import embedding
     from tests.conftest import need_service
 
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
@@ -522,7 +524,7 @@ def _recent_row(member: Any, draw: Any, n: int) -> MemoryEntry:
 def test_streams_read_on_under_the_k_th_score_still_equal_the_exhaustive_pipeline(
     require_postgres, member, data
 ) -> None:
-    from memory import embedding
+    from memory.recall.ranking import embedding
     from tests.conftest import need_service
 
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
@@ -548,7 +550,7 @@ def _store_unit_vectors(member: Any, rows: list[MemoryEntry], *, seed: int) -> d
     ones); returns them by entry id, as `exhaustive_resolve` takes them."""
     import numpy as np
 
-    from memory import embedding
+    from memory.recall.ranking import embedding
 
     generator = np.random.default_rng(seed)
     vectors = {}
@@ -560,8 +562,8 @@ def _store_unit_vectors(member: Any, rows: list[MemoryEntry], *, seed: int) -> d
 
 
 def _store_vectors(member: Any, rows: list[MemoryEntry], vectors: dict[str, bytes]) -> None:
-    from memory import embedding
-    from memory.recall_models import MemoryEmbedding
+    from memory.recall.models import MemoryEmbedding
+    from memory.recall.ranking import embedding
 
     MemoryEmbedding.objects.bulk_create(
         MemoryEmbedding(

@@ -24,7 +24,7 @@ from memory.enums import (
     ScopeKind,
     SuppressionReason,
 )
-from memory.recall import (
+from memory.recall.pipeline import (
     BUDGETS,
     DROP_REASONS,
     SURFACING_CONTEXTS,

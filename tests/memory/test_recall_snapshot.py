@@ -18,8 +18,11 @@ import pytest
 from django.db import connection, transaction
 from hypothesis import strategies as st
 
-from memory import recall, recall_db, recall_snapshot, semantic
 from memory.models import MemoryEntry
+from memory.recall import db as recall_db
+from memory.recall import pipeline as recall
+from memory.recall import snapshot as recall_snapshot
+from memory.recall.ranking import semantic
 from tests.memory.test_recall_fast_path import (
     NOW,
     RANKERS,
@@ -85,7 +88,7 @@ def test_a_hybrid_snapshot_recall_equals_the_exhaustive_pipeline(
 ) -> None:
     import numpy as np
 
-    from memory import embedding
+    from memory.recall.ranking import embedding
     from tests.conftest import need_service
 
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
@@ -370,7 +373,7 @@ def test_no_snapshot_is_kept_inside_a_transaction(member) -> None:
 def test_a_vector_stored_later_reaches_the_snapshot(require_postgres, member) -> None:
     import numpy as np
 
-    from memory import embedding
+    from memory.recall.ranking import embedding
     from tests.conftest import need_service
 
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")

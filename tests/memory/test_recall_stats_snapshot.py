@@ -10,8 +10,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memory import recall_db, semantic
 from memory.models import MemoryEntry
+from memory.recall import db as recall_db
+from memory.recall.ranking import semantic
 from tests.memory.test_recall_fast_path import NOW, _entries, _profile_request, _profile_row
 
 pytestmark = pytest.mark.django_db

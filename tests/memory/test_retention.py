@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from consent.enums import AdapterScope
 from memory.enums import Origin, ScopeKind
-from memory.retention import (
+from memory.rules.retention import (
     DECAY_HALF_LIFE,
     RETENTION_ENVELOPES,
     SOFT_DELETE_GRACE,

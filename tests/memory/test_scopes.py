@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory.enums import SCOPE_IDENTIFIERS, ScopeKind
-from memory.scopes import (
+from memory.rules.scopes import (
     ScopeRuleError,
     build_scope_key,
     check_scope_change,

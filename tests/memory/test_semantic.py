@@ -1,4 +1,4 @@
-"""Selectable semantic rankers (memory/semantic.py) and how they plug into recall.
+"""Selectable semantic rankers (memory/recall/ranking/semantic.py) and how they plug into recall.
 
 Hybrid tests need the model: they skip with a reason without it, and fail instead under
 IRIS_REQUIRE_SERVICES=1.
@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from consent.enums import Category
-from memory import embedding, semantic
 from memory.enums import Lifecycle, Origin, RecallSurface, ScopeKind
-from memory.lexical import Bm25Index
-from memory.recall import Candidate, RecallRequest, jaccard_semantic, resolve, to_wire
+from memory.recall.pipeline import Candidate, RecallRequest, jaccard_semantic, resolve, to_wire
+from memory.recall.ranking import embedding, semantic
+from memory.rules.lexical import Bm25Index
 from tests.conftest import need_service
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

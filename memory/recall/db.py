@@ -50,11 +50,12 @@ from django.db.models import Q, QuerySet
 
 from consent.enums import Category
 from governance import plainsql
-from memory import recall, semantic
 from memory.enums import Lifecycle, Origin
-from memory.lexical import CorpusStats, fragments, query_terms, shortest, terms
 from memory.models import JACCARD_MARK, MemoryEntry
-from memory.recall_models import MemoryEmbedding
+from memory.recall import pipeline as recall
+from memory.recall.models import MemoryEmbedding
+from memory.recall.ranking import semantic
+from memory.rules.lexical import CorpusStats, fragments, query_terms, shortest, terms
 
 FIRST_CHUNK = 48
 MAX_CHUNK = 4096
@@ -808,8 +809,8 @@ def _fast_resolve(
 class SemanticValues:
     """The ranker's value of each row read, prepared once per row however many rounds a
     recall reads: a row's semantic value depends only on (query, row, corpus), never on
-    the pool (memory.semantic). `vectors_for(rows)` gives the stored vectors it has, by
-    entry id; a row without one is embedded by the ranker."""
+    the pool (memory.recall.ranking.semantic). `vectors_for(rows)` gives the stored
+    vectors it has, by entry id; a row without one is embedded by the ranker."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """`POST /api/v1/recall`: what a surface (or the member's own session) may recall this turn.
 
-One view, nested input serializer; `memory.recall_service` does the work.
+One view, nested input serializer; `memory.recall.service` does the work.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from governance.fields import EnumField, IdentifierField, SharedFieldsInput, StrictInput
-from memory import recall, recall_service
 from memory.api import _acting, _valid
 from memory.enums import RecallSurface, ScopeKind
+from memory.recall import pipeline as recall
+from memory.recall import service as recall_service
 
 TAG = "memory"
 

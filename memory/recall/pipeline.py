@@ -29,7 +29,6 @@ from typing import Any, cast
 
 from consent.enums import CATEGORY_CONSENT_PREFIX, SENSITIVE_CATEGORIES, Category
 from governance.envelope import wrap_external
-from memory import scopes
 from memory.enums import (
     Lifecycle,
     Origin,
@@ -38,6 +37,7 @@ from memory.enums import (
     ScopeKind,
     SuppressionReason,
 )
+from memory.rules import scopes
 
 # --------------------------------------------------------------------------------------
 # Drop reasons (the keys of `suppressionCounts`, spelled as in the spec)
@@ -64,7 +64,7 @@ DROP_REASONS: frozenset[str] = frozenset(
 )
 
 # --------------------------------------------------------------------------------------
-# Scope reachability: the one table is memory.scopes.REACHABLE_KINDS.
+# Scope reachability: the one table is memory.rules.scopes.REACHABLE_KINDS.
 
 # Kinds whose key carries its own tenant id; the tenant gate checks it as well as the row's.
 _TENANT_KEYED_KINDS: frozenset[str] = frozenset({ScopeKind.TENANT, ScopeKind.OPERATOR_COPILOT})
@@ -386,7 +386,7 @@ scope_key_of = scopes.key_from
 
 def parse_scope_key(kind: ScopeKind | str, key: str) -> dict[str, str]:
     """The identifiers of a scope key of `kind` (`scene:<userId>:<sessionId>:<sceneId>`);
-    ValueError (a `ScopeRuleError`) for anything `memory.scopes` would not have built."""
+    ValueError (a `ScopeRuleError`) for anything `memory.rules.scopes` would not have built."""
     parsed_kind, identifiers = scopes.parse_scope_key(key)
     if parsed_kind is not ScopeKind(kind):
         raise scopes.ScopeRuleError("scopeKey", "kind-mismatch")

@@ -1,4 +1,4 @@
-"""The ONNX Runtime backend of `memory.embedding.Encoder`: the same all-MiniLM-L6-v2.
+"""The ONNX Runtime backend of `memory.recall.ranking.embedding.Encoder`: the same all-MiniLM-L6-v2.
 
 `build_model` writes the BERT encoder, mean pooling and L2 normalisation as an ONNX graph,
 in memory, from the safetensors weights (nothing is written to disk, nothing downloaded);
@@ -23,8 +23,8 @@ block too and the products summed in integers. That kept the cosine to float32 v
 output column, one activation scale per call) was as fast but reached only 0.993 (0.988).
 With int8 Q/K/V, attention runs through `MultiHeadAttention` on the projected Q, K and V.
 
-Imports numpy, onnx and onnxruntime at module level: `memory.embedding` imports this module
-only inside `Encoder.load`.
+Imports numpy, onnx and onnxruntime at module level: `memory.recall.ranking.embedding`
+imports this module only inside `Encoder.load`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Recall from a member snapshot: rank in worker memory, read only the few best rows.
 
-The fast path of `memory.recall_db` streams a member's rows out of PostgreSQL in recency
+The fast path of `memory.recall.db` streams a member's rows out of PostgreSQL in recency
 order until no unread row can reach the k-th score. At 1k rows its reads were half of a
 recall, at 10k two thirds. Here each worker keeps, per member, what ranking needs about
 every live row (is current and active): scope, adapter scope, category, conflict cluster,
@@ -49,9 +49,11 @@ from django.db import connection
 
 from consent.enums import Category
 from governance import plainsql
-from memory import embedding, recall, recall_db, semantic
-from memory.lexical import CorpusStats, query_terms, terms
-from memory.recall_models import MemoryEmbedding
+from memory.recall import db as recall_db
+from memory.recall import pipeline as recall
+from memory.recall.models import MemoryEmbedding
+from memory.recall.ranking import embedding, semantic
+from memory.rules.lexical import CorpusStats, query_terms, terms
 
 if TYPE_CHECKING:
     from django.db.backends.sqlite3.operations import DatabaseOperations as SQLiteOperations

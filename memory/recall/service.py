@@ -5,7 +5,7 @@
 1. the request: scope key, surface, context, consented categories (the ledger's, narrowed
    by the request, never widened), `now`;
 2. governance `pre_recall` (run limits, the egress tier check);
-3. candidates through the fast path (`memory.recall_db`) and `recall.resolve`;
+3. candidates through the fast path (`memory.recall.db`) and `recall.resolve`;
 4. the egress gate: entries whose class may not reach the destination tier are withheld and
    counted by reason in `suppressionCounts`; governance `post_recall` checks what is left;
 5. the answer: `recall.to_wire`, bodies scrubbed of credentials, governance `pre_response`;
@@ -56,10 +56,13 @@ from governance.models import User
 from governance.pipeline import Effect, Hook, Operation, govern
 from governance.principal import Principal
 from governance.secrets_screen import scrub_outbound_data
-from memory import embedding, recall, recall_db, recall_snapshot, semantic
 from memory.enums import RecallSurface, ScopeKind
 from memory.models import MemoryEntry
-from memory.recall_models import MemoryEmbedding, RecallEvent
+from memory.recall import db as recall_db
+from memory.recall import pipeline as recall
+from memory.recall import snapshot as recall_snapshot
+from memory.recall.models import MemoryEmbedding, RecallEvent
+from memory.recall.ranking import embedding, semantic
 from memory.selectors import surface_adapter_scopes
 
 AUDIT_ACTION = "memory.recall.resolved"
@@ -324,7 +327,7 @@ def recall_resolve(
     adapter_scopes = (
         sorted(surface_adapter_scopes(principal.surface)) if principal.kind == "surface" else None
     )
-    # The worker's snapshot of the member where it may keep one (memory.recall_snapshot);
+    # The worker's snapshot of the member where it may keep one (memory.recall.snapshot);
     # otherwise the rows are streamed from the table. Both return what `resolve` would
     # over every row. A worker's first recall of a member (or one whose snapshot is due
     # for a rebuild) streams, and the snapshot is built once the answer has gone out:

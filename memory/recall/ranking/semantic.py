@@ -11,7 +11,7 @@ query and the candidates, it returns the `SemanticFn` to hand to `resolve`::
 
 - `jaccard`: the spec's default, `memory.recall.jaccard_semantic` itself (returned as is, so
   `resolve` keeps its tokenise-the-query-once shortcut).
-- `lexical`: BM25 (`memory.lexical`) of the query against the body, normalised into [0, 1)
+- `lexical`: BM25 (`memory.rules.lexical`) of the query against the body, normalised into [0, 1)
   by the query's supremum.
 - `hybrid`: `HYBRID_LEXICAL_WEIGHT * lexical + (1 - HYBRID_LEXICAL_WEIGHT) * max(0, cosine)`
   where cosine is between the all-MiniLM-L6-v2 embeddings of the query and of the body (the
@@ -31,10 +31,10 @@ from itertools import repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memory import embedding
-from memory.lexical import Bm25Index, CorpusStats, fragments, query_terms, terms
-from memory.recall import Candidate, SemanticFn
-from memory.recall import jaccard_semantic as jaccard_semantic  # re-exported: the default
+from memory.recall.pipeline import Candidate, SemanticFn
+from memory.recall.pipeline import jaccard_semantic as jaccard_semantic  # re-exported: the default
+from memory.recall.ranking import embedding
+from memory.rules.lexical import Bm25Index, CorpusStats, fragments, query_terms, terms
 
 if TYPE_CHECKING:
     import numpy as np

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from consent.enums import AdapterScope
 from memory.enums import CANONICAL_DEFAULT_ADAPTER, Origin, ScopeKind
-from memory.recall import RECENCY_SCALE, REFERENCE_COUNT_SATURATION
+from memory.recall.pipeline import RECENCY_SCALE, REFERENCE_COUNT_SATURATION
 
 
 class RetentionAction(StrEnum):

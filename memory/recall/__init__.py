@@ -1,0 +1,1 @@
+"""Recall: the pipeline, its database paths, the service and the API."""

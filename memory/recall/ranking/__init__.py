@@ -1,0 +1,1 @@
+"""Recall's semantic term: Jaccard, BM25 and the MiniLM embedding."""

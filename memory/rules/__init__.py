@@ -1,0 +1,1 @@
+"""Memory's rules as plain Python: no Django, no database."""
