@@ -35,7 +35,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import yaml
 from celery import shared_task
@@ -249,17 +248,6 @@ def run_is_tainted(*, tenant_id: uuid.UUID | None, surface: str, run_id: uuid.UU
         run__run_id=run_id,
         read_external_content=True,
     ).exists()
-
-
-def run_summary(*, tenant_id: uuid.UUID, surface: str, run_id: uuid.UUID) -> dict[str, Any]:
-    run = Run.objects.filter(tenant_id=tenant_id, surface=surface, run_id=run_id).first()
-    return {
-        "runId": str(run_id),
-        "tainted": run_is_tainted(tenant_id=tenant_id, surface=surface, run_id=run_id),
-        "steps": run.step_count if run else 0,
-        "writes": run.write_count if run else 0,
-        "recalls": run.recall_count if run else 0,
-    }
 
 
 def _run_id_of(op: Operation) -> uuid.UUID | None:
