@@ -197,7 +197,8 @@ class ActiveConsentOutput(serializers.Serializer):
     type = serializers.CharField()
     eventId = serializers.UUIDField()
     grantedAt = serializers.DateTimeField()
-    source = serializers.CharField()
+    # DRF moves declared fields off the class; the stubs see Field.source (str | None).
+    source = serializers.CharField()  # type: ignore[assignment]
     captureMethod = serializers.CharField()
     termsVersion = serializers.CharField(allow_null=True)
 
@@ -212,7 +213,8 @@ class ConsentEntryOutput(serializers.Serializer):
     category = serializers.CharField()
     grantedAt = serializers.DateTimeField()
     revokedAt = serializers.DateTimeField(allow_null=True)
-    source = serializers.CharField()
+    # DRF moves declared fields off the class; the stubs see Field.source (str | None).
+    source = serializers.CharField()  # type: ignore[assignment]
 
 
 class ScopePolicyOutput(serializers.Serializer):

@@ -84,7 +84,11 @@ class ConsentCaptureGate(Check):
         )
         if refusal is None:
             return None
-        error = {"field": refusal.field, "rule": refusal.rule, "message": refusal.detail}
+        error: dict[str, str | list[str]] = {
+            "field": refusal.field,
+            "rule": refusal.rule,
+            "message": refusal.detail,
+        }
         if refusal.allowed:
             error["allowed"] = list(refusal.allowed)
         return Decision(
@@ -247,6 +251,8 @@ def _purge_in_one_transaction(
 
 def resume_purge(call: Resume) -> int:
     """Issue an approved (or crashed) purge again from its stored arguments."""
+    if call.principal.tenant_id is None or call.member_id is None:
+        raise User.DoesNotExist("A purge is resumed for a member of a tenant.")  # as get() would
     member = User.objects.get(
         tenant_id=call.principal.tenant_id, public_id=call.member_id, kind=User.Kind.MEMBER
     )
@@ -284,20 +290,19 @@ def _append(
         witness = str(principal.id)  # the operator recording it is the witness
     resolved_terms = _terms_hash(terms_version, terms_hash)
     recorded_at = timezone.now()
-    fields = {
-        "kind": kind,
-        "consent_type": consent_type,
-        "status": status,
-        "legal_basis": legal_basis,
-        "capture_method": capture_method,
-        "terms_hash": resolved_terms,
-        "witness": witness,
-        "occurred_at": occurred_at or recorded_at,
-        "recorded_at": recorded_at,
-    }
     # Refuse bad input before governance and before any lock: nothing is written for it.
     try:
-        ledger.validate_event_fields(**fields)
+        ledger.validate_event_fields(
+            kind=kind,
+            consent_type=consent_type,
+            status=status,
+            legal_basis=legal_basis,
+            capture_method=capture_method,
+            terms_hash=resolved_terms,
+            witness=witness,
+            occurred_at=occurred_at or recorded_at,
+            recorded_at=recorded_at,
+        )
     except ConsentRuleError as exc:
         raise _invalid(exc) from None
 
@@ -315,7 +320,7 @@ def _append(
                 "arguments": {"consentType": str(consent_type), "status": str(status)},
                 "consentCapture": {
                     "captureMethod": str(capture_method),
-                    "occurredAt": fields["occurred_at"],
+                    "occurredAt": occurred_at or recorded_at,
                     "now": recorded_at,
                     "witnessIsCaller": witness is not None and witness == str(principal.id),
                 },
@@ -339,11 +344,19 @@ def _append(
         history = [e for e in map(partial(ledger_event, member=member), rows) if e is not None]
         head = rows[-1] if rows else None
         # Stamp the arrival under the lock, so recorded_at never runs backwards in a chain.
-        fields["recorded_at"] = timezone.now()
-        if occurred_at is None:
-            fields["occurred_at"] = fields["recorded_at"]
+        recorded_at = timezone.now()
         event = ledger.build_event(
-            member_id=str(member.public_id), position=head.position + 1 if head else 1, **fields
+            member_id=str(member.public_id),
+            position=head.position + 1 if head else 1,
+            kind=kind,
+            consent_type=consent_type,
+            status=status,
+            legal_basis=legal_basis,
+            capture_method=capture_method,
+            terms_hash=resolved_terms,
+            witness=witness,
+            occurred_at=occurred_at or recorded_at,
+            recorded_at=recorded_at,
         )
         _refuse_withdrawing_nothing(history, event)
         nonce = secrets.token_hex(16)

@@ -8,6 +8,7 @@ method a settings page implies (`settings-toggle`, explicit consent for sensitiv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -313,7 +314,7 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "consent/home.html", context)
 
 
-def _record(request: HttpRequest, member, consent_type: str, status: str) -> bool:  # type: ignore[no-untyped-def]
+def _record(request: HttpRequest, member: User, consent_type: str, status: str) -> bool:
     """Grant or withdraw from the settings page: one path, so both stay equally easy."""
     return _apply(
         request,
@@ -412,7 +413,7 @@ def _basis(consent_type: str) -> LegalBasis:
     return LegalBasis.CONSENT
 
 
-def _apply(request: HttpRequest, change) -> bool:  # type: ignore[no-untyped-def]
+def _apply(request: HttpRequest, change: Callable[[], object]) -> bool:
     try:
         change()
     except HeldForApproval as exc:

@@ -76,7 +76,7 @@ def login_failed_record(
     """A refused sign-in: on the account's tenant chain when the username names an
     account, otherwise on the system chain under the username's fingerprint."""
     user = _user_named(username)
-    payload: dict[str, object] = _address_payload(request)
+    payload: dict[str, object] = dict(_address_payload(request))
     if user is None:
         payload["usernameFingerprint"] = login_fingerprint(username or "")
     else:

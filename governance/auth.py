@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from typing import TYPE_CHECKING
 
 from rest_framework import authentication, exceptions
 
@@ -12,6 +13,10 @@ from governance import plainsql
 from governance.models import SurfaceClient
 from governance.principal import SurfaceUser
 from governance.throttle import WindowRateThrottle
+
+if TYPE_CHECKING:  # rest_framework.views imports the authentication classes: a cycle
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
 
 TOKEN_PREFIX = "iris_"  # noqa: S105 - a prefix, not a secret
 # RFC 9110: an auth-scheme is a token; bearer credentials are token68 (RFC 6750).
@@ -51,7 +56,7 @@ def new_token() -> str:
 class SurfaceTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request):  # type: ignore[no-untyped-def]
+    def authenticate(self, request: Request) -> tuple[SurfaceUser, SurfaceClient] | None:
         token = bearer_token(request.META.get("HTTP_AUTHORIZATION"))
         if token is None:
             return None
@@ -60,7 +65,7 @@ class SurfaceTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Unknown or revoked token.")
         return SurfaceUser(client), client
 
-    def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
+    def authenticate_header(self, request: Request) -> str:
         return f'{self.keyword} realm="iris"'
 
 
@@ -74,7 +79,7 @@ def _client_for(token_hash: str) -> SurfaceClient | None:
 class PrincipalRateThrottle(WindowRateThrottle):
     scope = "principal"
 
-    def get_cache_key(self, request, view):  # type: ignore[no-untyped-def]
+    def get_cache_key(self, request: Request, view: APIView) -> str:
         user = request.user
         if isinstance(user, SurfaceUser):
             ident = f"surface:{user.pk}"

@@ -24,6 +24,7 @@ A call that names no tier is treated as bound for the cloud: the stricter readin
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -106,7 +107,7 @@ def egress_filter(
     return EgressResult(tier, tuple(allowed), dict(withheld))
 
 
-def tenant_allows_internal_cloud(tenant_id: object) -> bool:
+def tenant_allows_internal_cloud(tenant_id: uuid.UUID | None) -> bool:
     """Has the tenant opted in to sending internal (non-personal) text to cloud models?"""
     if tenant_id is None:
         return False

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -184,8 +184,10 @@ def problem_exception_handler(exc: Exception, context: Mapping[str, Any]) -> Res
     if isinstance(exc, drf.APIException):
         code, title = _DRF_CODES.get(type(exc), ("error", "Error"))
         headers = {}
-        if isinstance(exc, drf.Throttled) and exc.wait is not None:
-            headers["Retry-After"] = str(int(exc.wait) + 1)
+        # Throttled sets `wait` in __init__; drf-stubs do not declare the attribute.
+        wait: float | None = getattr(exc, "wait", None)
+        if isinstance(exc, drf.Throttled) and wait is not None:
+            headers["Retry-After"] = str(int(wait) + 1)
         if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
             headers["WWW-Authenticate"] = 'Bearer realm="iris"'
         detail = exc.detail if isinstance(exc.detail, str) else title
@@ -193,7 +195,7 @@ def problem_exception_handler(exc: Exception, context: Mapping[str, Any]) -> Res
     return None  # unexpected: Django's handler500 answers, logging the trace server-side only
 
 
-def api_not_found(request, exception=None) -> JsonResponse:  # type: ignore[no-untyped-def]
+def api_not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     return JsonResponse(
         problem_body(404, "not-found", "Not found", "No such resource."),
         status=404,
@@ -201,7 +203,7 @@ def api_not_found(request, exception=None) -> JsonResponse:  # type: ignore[no-u
     )
 
 
-def api_server_error(request) -> JsonResponse:  # type: ignore[no-untyped-def]
+def api_server_error(request: HttpRequest) -> JsonResponse:
     return JsonResponse(
         problem_body(500, "internal-error", "Internal error", "Something went wrong on our side."),
         status=500,

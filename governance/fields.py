@@ -24,7 +24,7 @@ from governance.text import (
 
 
 class EnumField(serializers.ChoiceField):
-    def __init__(self, choices: Iterable[str], **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, choices: Iterable[str], **kwargs: Any) -> None:
         values = [str(c) for c in choices]
         kwargs.setdefault(
             "error_messages",
@@ -176,7 +176,8 @@ class SharedFieldsInput:
 
     @cached_property
     def fields(self) -> Any:
-        shared = self._shared.__dict__
+        # The thread's own dict, keyed by serializer class rather than attribute name.
+        shared: dict[Any, Any] = self._shared.__dict__
         key = type(self)
         if key not in shared:
             blank = key()

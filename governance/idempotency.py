@@ -13,8 +13,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +35,8 @@ MAX_KEY_LENGTH = 255
 
 
 def _fingerprint(request: Request) -> str:
+    # Django sets the method of every request it dispatches; None is only a bare HttpRequest().
+    assert request.method is not None
     digest = hashlib.sha256()
     digest.update(request.method.encode())
     digest.update(b"\0")
@@ -149,7 +152,7 @@ def _release(record_id: int) -> None:
         log.exception("could not release an idempotency reservation")
 
 
-def expire_records(*, now=None, batch: int = 5000) -> int:  # type: ignore[no-untyped-def]
+def expire_records(*, now: datetime | None = None, batch: int = 5000) -> int:
     cutoff = (now or timezone.now()) - timedelta(hours=settings.IRIS_IDEMPOTENCY_TTL_HOURS)
     ids = list(
         IdempotencyRecord.objects.filter(created_at__lt=cutoff).values_list("pk", flat=True)[:batch]
@@ -158,7 +161,7 @@ def expire_records(*, now=None, batch: int = 5000) -> int:  # type: ignore[no-un
     return len(ids)
 
 
-def forget_subject(subject_id) -> int:  # type: ignore[no-untyped-def]
+def forget_subject(subject_id: uuid.UUID) -> int:
     """Drop stored answers about a member (they may quote what was forgotten)."""
     deleted, _ = IdempotencyRecord.objects.filter(subject_id=subject_id).delete()
     return deleted

@@ -187,6 +187,9 @@ def run_step_record(
     """Record one tool step a surface ran. Only surfaces report steps."""
     if principal.kind != "surface":
         raise Forbidden("Only a surface reports the steps of its runs.")
+    # A surface client belongs to one tenant (the column is not null).
+    tenant_id = principal.tenant_id
+    assert tenant_id is not None
     key = parse_run_id(run_id)
     if not isinstance(tool, str) or not TOOL_PATTERN.match(tool):
         raise ValidationFailed(
@@ -213,13 +216,11 @@ def run_step_record(
         refusal = secret_denial("secret-screen", found)
         raise Denied(refusal.detail, code=refusal.reason_code, extra=refusal.extra)
     with transaction.atomic(durable=True):
-        run = _run_for_update(
-            tenant_id=principal.tenant_id, run_id=key, surface=_surface_of(principal)
-        )
+        run = _run_for_update(tenant_id=tenant_id, run_id=key, surface=_surface_of(principal))
         Run.objects.filter(pk=run.pk).update(step_count=F("step_count") + 1)
         run.refresh_from_db(fields=["step_count"])
         step = RunStep.objects.create(
-            tenant_id=principal.tenant_id,
+            tenant_id=tenant_id,
             run=run,
             seq=run.step_count,
             tool=tool,
@@ -242,6 +243,8 @@ def run_step_record(
 def run_is_tainted(*, tenant_id: uuid.UUID | None, surface: str, run_id: uuid.UUID) -> bool:
     """Did any recorded step of this surface's run read external content? Worked out from
     the steps."""
+    if tenant_id is None:
+        return False  # every step has a tenant, so none would match
     return RunStep.objects.filter(
         tenant_id=tenant_id,
         run__surface=surface,
@@ -386,6 +389,7 @@ class RunLimits(Check):
         return self._write(op, run_id, record)
 
     def _recall(self, op: Operation, run_id: uuid.UUID) -> Decision | None:
+        assert op.tenant_id is not None  # evaluate() returns early without a tenant
         with transaction.atomic():
             run = _run_for_update(
                 tenant_id=op.tenant_id, run_id=run_id, surface=_surface_of(op.principal)
@@ -398,6 +402,7 @@ class RunLimits(Check):
         return None
 
     def _write(self, op: Operation, run_id: uuid.UUID, record: WriteRecord) -> Decision | None:
+        assert op.tenant_id is not None  # evaluate() returns early without a tenant
         limit = max_writes()
         with transaction.atomic():
             run = _run_for_update(

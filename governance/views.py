@@ -7,10 +7,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from governance.models import User
+
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     user = request.user
+    # Behind login_required, so never the anonymous user.
+    assert isinstance(user, User)
     if user.is_operator:
         context = {
             "roles": sorted(user.roles),

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login as auth_login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.signals import user_login_failed
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import PermissionDenied
@@ -41,7 +42,7 @@ class CodeForm(forms.Form):
 class IrisLoginView(LoginView):
     redirect_authenticated_user = True
 
-    def form_valid(self, form):  # type: ignore[no-untyped-def]
+    def form_valid(self, form: AuthenticationForm) -> HttpResponse:
         user = form.get_user()
         if not accounts.totp_is_enrolled(user):
             return super().form_valid(form)
@@ -64,7 +65,10 @@ def _pending_user(request: HttpRequest) -> tuple[User, dict] | None:
     if age > settings.IRIS_LOGIN_SECOND_STEP_SECONDS:
         del request.session[PENDING]
         return None
-    user = User.objects.filter(pk=pending.get("user"), is_active=True).first()
+    user_pk = pending.get("user")
+    if user_pk is None:
+        return None
+    user = User.objects.filter(pk=user_pk, is_active=True).first()
     return (user, pending) if user is not None else None
 
 
@@ -113,6 +117,8 @@ def _grouped(secret: str) -> str:
 @login_required
 def totp_setup(request: HttpRequest) -> HttpResponse:
     user = request.user
+    # Behind login_required, so never the anonymous user.
+    assert isinstance(user, User)
     if not user.is_operator:
         raise PermissionDenied("Two-step sign-in is for operators.")
     actor = Actor("operator", str(user.public_id))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import environ
 from csp.constants import NONE, SELF
@@ -262,7 +263,7 @@ IRIS_TAINT_POLICY_PATH = Path(
     env_str("IRIS_TAINT_POLICY_PATH") or BASE_DIR / "config" / "governance" / "taint-policy.yaml"
 )
 
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     # Every handler scrubs secrets and masks personal identifiers before anything is written.

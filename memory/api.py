@@ -8,7 +8,8 @@ member's browser session acts for the member alone. Anyone else, operators inclu
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -69,7 +70,10 @@ def _acting(request: Request, data: dict[str, Any] | Any) -> tuple[Principal, Us
     return principal, member
 
 
-def _valid(serializer_class: type[serializers.Serializer], data: Any) -> serializers.Serializer:
+_In = TypeVar("_In", bound=serializers.Serializer)
+
+
+def _valid(serializer_class: type[_In], data: Any) -> _In:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer
@@ -208,7 +212,9 @@ class MemoryDetailView(APIView):
         return Response(_entry(outcome.entry, member))
 
 
-def _entry_action(request: Request, entry_id: uuid.UUID, service) -> Response:  # type: ignore[no-untyped-def]
+def _entry_action(
+    request: Request, entry_id: uuid.UUID, service: Callable[..., services.WriteOutcome]
+) -> Response:
     """An action on one entry that needs nothing but the governance context."""
     principal, member = _acting(request, request.data)
     payload = _valid(GovernedIn, request.data)

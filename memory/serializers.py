@@ -54,7 +54,8 @@ class Rfc3339Field(InstantField):
     """RFC 3339 in and out: an offset is required on input (`governance.fields.InstantField`);
     output is UTC with `Z`."""
 
-    def to_representation(self, value: datetime | None) -> str | None:
+    # DRF's own DateTimeField also answers None for None; the stubs declare `-> str`.
+    def to_representation(self, value: datetime | None) -> str | None:  # type: ignore[override]
         return None if value is None else rfc3339(value)
 
 
@@ -125,7 +126,8 @@ class ConsentEntryOut(serializers.Serializer):
     category = serializers.CharField()
     grantedAt = serializers.CharField()  # noqa: N815
     revokedAt = serializers.CharField(allow_null=True)  # noqa: N815
-    source = serializers.CharField()
+    # DRF moves declared fields off the class; the stubs see Field.source (str | None).
+    source = serializers.CharField()  # type: ignore[assignment]
 
 
 class ProvenanceLinkOut(serializers.Serializer):
@@ -380,7 +382,9 @@ class MemoryWriteIn(GovernedIn):
     sessionId = IdentifierField(required=False, max_length=SESSION_ID_MAX_LENGTH)  # noqa: N815
     multiActor = MultiActorIn(required=False, allow_null=True)  # noqa: N815
     suppression = SuppressionIn(required=False, allow_null=True)
-    provenanceChain = ProvenanceLinkIn(many=True, required=False, max_length=50)  # noqa: N815
+    # `many_init` is what `many=True` calls; the stubs do not let a serializer take the
+    # list's max_length directly.
+    provenanceChain = ProvenanceLinkIn.many_init(required=False, max_length=50)  # noqa: N815
 
     def to_draft(self) -> MemoryDraft:
         data = self.validated_data

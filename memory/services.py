@@ -415,7 +415,9 @@ def _govern(
 # -------------------------------------------------------------------------- validation
 
 
-def _invalid(field_name: str, rule: str, detail: str, allowed: Iterable[str] | None = None):  # type: ignore[no-untyped-def]
+def _invalid(
+    field_name: str, rule: str, detail: str, allowed: Iterable[str] | None = None
+) -> ValidationFailed:
     return ValidationFailed(detail, field=field_name, rule=rule, allowed=allowed)
 
 
@@ -1390,14 +1392,17 @@ def _write_inference(
     decision = evaluate_promotion(
         requested=True, explicit=False, distinct_sessions=distinct, sensitive=gate.sensitive
     )
-    observed = {
-        "promotionReason": decision.reason.value,
-        "distinctSessions": distinct,
-    }
     if current is None:
         lifecycle = Lifecycle.ACTIVE if decision.allowed else Lifecycle.DRAFT
         entry = _insert_revision(prev=None, now=now, fields={**fields, "lifecycle": lifecycle})
-        outcome = _written(principal, member, entry, reason=decision.reason.value, **observed)
+        outcome = _written(
+            principal,
+            member,
+            entry,
+            reason=decision.reason.value,
+            promotionReason=decision.reason.value,
+            distinctSessions=distinct,
+        )
         return _with_promotion(outcome, decision, distinct)
 
     if same_value(current.body, w.body) and current.lifecycle != Lifecycle.DRAFT:
@@ -1412,7 +1417,13 @@ def _write_inference(
         entry = _insert_revision(prev=current, now=now, fields={**fields, "lifecycle": lifecycle})
         action = "iris.memory.entry.promoted" if decision.allowed else "iris.memory.entry.written"
         outcome = _written(
-            principal, member, entry, reason=decision.reason.value, action=action, **observed
+            principal,
+            member,
+            entry,
+            reason=decision.reason.value,
+            action=action,
+            promotionReason=decision.reason.value,
+            distinctSessions=distinct,
         )
         return _with_promotion(outcome, decision, distinct)
     # The stored fact is itself an inference (or an operator's or a summary's): a different
@@ -1437,7 +1448,8 @@ def _write_inference(
         reason=decision.reason.value,
         action="iris.memory.entry.promoted",
         conflict={"rule": resolution.rule.value, "priorOrigin": current.origin},
-        **observed,
+        promotionReason=decision.reason.value,
+        distinctSessions=distinct,
     )
     return _with_promotion(outcome, decision, distinct)
 

@@ -216,8 +216,8 @@ def _check_fields(
             )
         if not path and key in SERVER_FIELDS:
             raise RuleViolation(key, "read-only", f"{key} is set by the server.")
-        name = safe_field_name(key)
-        if name is None:
+        quoted = safe_field_name(key)
+        if quoted is None:
             raise RuleViolation(
                 path or "body",
                 "unknown-field",
@@ -225,7 +225,7 @@ def _check_fields(
                 sorted(allowed),
             )
         raise RuleViolation(
-            prefix + name, "unknown-field", f"{prefix}{name} is not a field.", sorted(allowed)
+            prefix + quoted, "unknown-field", f"{prefix}{quoted} is not a field.", sorted(allowed)
         )
     for key in sorted(required):
         if data.get(key) is None:

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance.audit import audit_record
@@ -126,7 +127,7 @@ class WriteResult:
     conflict_with: rules.SlotWrite | None  # the other device, when there was a conflict
 
 
-def _slot(member: User, draft: rules.TokenDraft):  # type: ignore[no-untyped-def]
+def _slot(member: User, draft: rules.TokenDraft) -> QuerySet[ContinuationToken]:
     return ContinuationToken.objects.filter(
         tenant_id=member.tenant_id, member=member, scope_key=draft.scope_key, surface=draft.surface
     )

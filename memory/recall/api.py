@@ -28,7 +28,8 @@ class RecallIn(StrictInput, SharedFieldsInput, serializers.Serializer):
     scopeKey = serializers.CharField(required=False, max_length=700)
     query = serializers.CharField(allow_blank=True, max_length=4000, trim_whitespace=False)
     surface = EnumField([s.value for s in RecallSurface])
-    context = EnumField(sorted(recall.SURFACING_CONTEXTS))
+    # DRF moves declared fields off the class; the stubs see Field.context (a mapping).
+    context = EnumField(sorted(recall.SURFACING_CONTEXTS))  # type: ignore[assignment]
     crisisFrame = serializers.BooleanField(default=False)
     safetyCriticalContext = serializers.BooleanField(default=False)
     consentedCategories = serializers.ListField(

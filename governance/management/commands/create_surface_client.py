@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.audit import Actor
 from governance.models import Tenant
@@ -11,11 +13,11 @@ from governance.surfaces import SURFACES
 class Command(BaseCommand):
     help = "Create a surface API client; prints its bearer token once (only a hash is kept)."
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True)
         parser.add_argument("--surface", required=True, choices=SURFACES)
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         tenant = Tenant.objects.filter(slug=o["tenant"]).first()
         if tenant is None:
             raise CommandError(f"No tenant {o['tenant']!r}.")

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.audit import Actor
 from governance.errors import IrisError
@@ -12,14 +14,14 @@ from governance.services import user_create
 class Command(BaseCommand):
     help = "Create a member or an operator with a role; prints the password once."
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--tenant", required=True, help="tenant slug")
         parser.add_argument("--role", default="member", choices=ROLE_CHOICES)
         parser.add_argument("--email", default="")
         parser.add_argument("--password", default=None, help="default: generated and printed")
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         tenant = Tenant.objects.filter(slug=o["tenant"]).first()
         if tenant is None:
             raise CommandError(f"No tenant {o['tenant']!r}.")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core import checks
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
@@ -17,7 +19,7 @@ class Command(BaseCommand):
         "each app registers as a doctor check (recall's change log, ...)."
     )
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         problems = []
         status = service_status()
         for name, state in status.items():

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.models import Tenant
 from governance.selectors import surface_clients_for_operations
@@ -9,10 +11,10 @@ from governance.selectors import surface_clients_for_operations
 class Command(BaseCommand):
     help = "List surface clients: tenant, surface, id, token prefix, created, revoked."
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", default=None, help="only this tenant's (slug)")
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         if o["tenant"] is not None and not Tenant.objects.filter(slug=o["tenant"]).exists():
             raise CommandError(f"No tenant {o['tenant']!r}.")
         # The prefix is what revoke_surface_client takes; the token and its hash never show.

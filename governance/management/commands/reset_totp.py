@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.accounts import totp_reset
 from governance.audit import Actor
@@ -10,10 +12,10 @@ from governance.models import User
 class Command(BaseCommand):
     help = "Remove an operator's two-step sign-in (a lost phone); audited. They can enrol again."
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         user = User.objects.filter(username=o["username"], kind=User.Kind.OPERATOR).first()
         if user is None:
             raise CommandError("No operator has that username.")

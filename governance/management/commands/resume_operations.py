@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.effects import side_effects_resume
 from governance.models import Tenant
@@ -12,7 +14,7 @@ class Command(BaseCommand):
         "whose side-effect ledger rows are still pending: calls a crash interrupted."
     )
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--older-than-minutes",
             type=int,
@@ -22,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", help="only this tenant (slug)")
         parser.add_argument("--batch", type=int, default=100, help="rows per run (default 100)")
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         if o["older_than_minutes"] < 0 or o["batch"] < 1:
             raise CommandError("--older-than-minutes must be >= 0 and --batch >= 1")
         tenant_id = None

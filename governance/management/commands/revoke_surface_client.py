@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.audit import Actor
 from governance.selectors import surface_clients_matching
@@ -13,10 +15,10 @@ class Command(BaseCommand):
         "its next API request gets 401. Revoking twice changes nothing."
     )
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("client", help="client id, or the token's first 12 characters")
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         matches = surface_clients_matching(o["client"])
         if not matches:
             raise CommandError("No surface client has that id or token prefix.")

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.keys import MasterKeyError, check_master_key
 from governance.vault import VaultUnreadable, rotate_all
@@ -12,10 +14,10 @@ class Command(BaseCommand):
         "IRIS_MASTER_KEY, run this, then drop the old key."
     )
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch", type=int, default=500, help="rows per transaction")
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         if o["batch"] < 1:
             raise CommandError("--batch must be positive")
         try:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -20,7 +22,7 @@ DEMO_PASSWORD = "iris-demo-pass"  # noqa: S105 - a public demo login, printed on
 class Command(BaseCommand):
     help = "Seed a demo tenant, a member, one operator per role and a surface client."
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         if not settings.DEBUG:
             # Its logins share a published password: never on a real deployment.
             raise CommandError("seed_demo runs only with DEBUG=1 (it creates public demo logins).")

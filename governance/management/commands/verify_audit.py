@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.audit import verify_chain, write_checkpoint
 
@@ -8,12 +10,12 @@ from governance.audit import verify_chain, write_checkpoint
 class Command(BaseCommand):
     help = "Verify the audit chain against its signed checkpoints; name the first break."
 
-    def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--checkpoint", action="store_true", help="sign the current heads after verifying"
         )
 
-    def handle(self, *args, **o) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **o: Any) -> None:
         report = verify_chain()
         if not report.ok:
             raise CommandError(f"audit chain BROKEN at {report.first_break}")
