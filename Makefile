@@ -34,6 +34,8 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy governance consent memory iris_site dsar inspection manage.py
 
 format: install
 	$(VENV)/bin/ruff format .
