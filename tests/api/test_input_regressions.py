@@ -218,12 +218,12 @@ def _allows() -> int:
 def test_pause_that_fails_commits_no_allow_and_releases_the_key(
     raw_surface, world, monkeypatch
 ) -> None:
-    from memory import services
+    from memory.services import lifecycle
 
     def broken(**kwargs: Any) -> None:
         raise RuntimeError("the disk is full")
 
-    monkeypatch.setattr(services, "_insert_revision", broken)
+    monkeypatch.setattr(lifecycle, "_insert_revision", broken)
     allows = _allows()
     url = f"/api/v1/memories/{world.entry_id}/pause"
     response = send(raw_surface, "post", url, {"userId": world.user_id}, key="pause-1")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory import services
+from memory import screening, services
 from memory.services import ProvenanceRef
 from tests.memory.helpers import NOW, as_member, draft, grant_storage
 
@@ -33,7 +33,7 @@ def test_a_credential_in_any_returned_field_keeps_the_entry_in(
 ) -> None:
     grant_storage(member)
     # Written as the code before the fix did: only the body was screened.
-    monkeypatch.setattr(services.screening, "write_texts", lambda **fields: {})
+    monkeypatch.setattr(screening, "write_texts", lambda **fields: {})
     entry = services.memory_write(
         principal=as_member(member),
         member=member,

@@ -1,0 +1,349 @@
+"""Forget, pause, resume and moving an entry between scopes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from governance.errors import Conflict
+from governance.models import User
+from governance.pipeline import (
+    Effect,
+    Hook,
+    record_pending,
+)
+from governance.principal import Principal
+from memory import controls
+from memory.enums import (
+    CANONICAL_DEFAULT_ADAPTER,
+    Lifecycle,
+    ProvenanceKind,
+    ScopeKind,
+    SuppressionReason,
+)
+from memory.models import (
+    SUPPRESSION_NOTES_MAX_LENGTH,
+    MemoryEntry,
+)
+from memory.recall.pipeline import rfc3339
+from memory.rules.promotion import (
+    evaluate_promotion,
+    promoted_origin,
+)
+from memory.rules.scopes import check_scope_change
+from memory.services.common import (
+    _NO_SUPPRESSION,
+    _aware,
+    _carried,
+    _current,
+    _current_for_key,
+    _gate,
+    _govern,
+    _insert_revision,
+    _invalid,
+    _readable_adapter_scopes,
+    _refuse_read_only,
+    _refuse_tombstoned,
+    _relocked,
+    _snapshot,
+    _tombstone,
+    _validated_scope,
+    _written,
+)
+from memory.services.types import WriteOutcome
+
+
+def memory_forget(
+    *,
+    principal: Principal,
+    member: User,
+    entry_id: uuid.UUID | str,
+    reason_code: str = "member-request",
+    context: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> MemoryEntry:
+    """Forget one memory: a terminal tombstone revision (spec: "Forget flow").
+
+    Open questions about it and its inference counts go now, with any stored API answer
+    that quoted it; the text of its revisions stays only for the soft-delete grace window
+    (`memory.rules.retention.SOFT_DELETE_GRACE`), after which the purge job hard-deletes the
+    rows (`memory_hard_delete`). Surfaces no longer see it at all; the member sees it as
+    forgotten until the purge. A value forgotten here is never silently re-created.
+    """
+    now = now or timezone.now()
+    entry = _current(principal, member, entry_id, lock=False)
+    _refuse_tombstoned(entry)
+    decided: list[dict[str, Any]] = []
+    _govern(
+        Hook.PRE_WRITE,
+        name="memory.forget",
+        effect=Effect.WRITE,
+        principal=principal,
+        member=member,
+        context=context,
+        subject_ids=[entry.entry_id],
+        arguments={"entryId": str(entry.entry_id), "reasonCode": reason_code},
+        pending=decided,
+    )
+    with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
+        entry = _relocked(principal, member, entry.entry_id)
+        return _tombstone(principal, member, entry, now=now, reason_code=reason_code)
+
+
+def memory_pause(
+    *,
+    principal: Principal,
+    member: User,
+    entry_id: uuid.UUID | str,
+    ends_at: datetime | None = None,
+    notes: str = "",
+    context: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> WriteOutcome:
+    """Pause a memory (suppression `user-pause`): kept, but never recalled until resumed
+    or until `ends_at`. Only an active memory pauses; pausing a paused one changes nothing."""
+    now = now or timezone.now()
+    if ends_at is not None and _aware(ends_at, "endsAt") <= now:
+        raise _invalid("endsAt", "not-in-future", "endsAt must be in the future.")
+    if len(notes) > SUPPRESSION_NOTES_MAX_LENGTH:
+        raise _invalid("notes", "max_length", "notes must be at most 500 characters.")
+    entry = _current(principal, member, entry_id, lock=False)
+    _refuse_tombstoned(entry)
+    decided: list[dict[str, Any]] = []
+    _govern(
+        Hook.PRE_WRITE,
+        name="memory.pause",
+        effect=Effect.WRITE,
+        principal=principal,
+        member=member,
+        context=context,
+        subject_ids=[entry.entry_id],
+        arguments={"entryId": str(entry.entry_id)},
+        text=notes or None,
+        pending=decided,
+        texts={"notes": notes},
+    )
+    with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
+        entry = _relocked(principal, member, entry.entry_id)
+        if entry.lifecycle == Lifecycle.PAUSED:
+            return WriteOutcome("not-written", "already-paused", entry=entry)
+        if entry.lifecycle != Lifecycle.ACTIVE:
+            raise Conflict("Only an active memory can be paused.", code="not-active")
+        revision = _insert_revision(
+            prev=entry,
+            now=now,
+            fields={
+                "lifecycle": Lifecycle.PAUSED,
+                "suppression_reason": SuppressionReason.USER_PAUSE.value,
+                "suppression_started_at": now,
+                "suppression_ends_at": ends_at,
+                "suppression_notes": notes,
+                "suppression_set_by": controls.lifter_of(principal),
+            },
+        )
+        return _written(
+            principal, member, revision, reason="user-pause", action="iris.memory.entry.paused"
+        )
+
+
+def memory_resume(
+    *,
+    principal: Principal,
+    member: User,
+    entry_id: uuid.UUID | str,
+    context: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> WriteOutcome:
+    """Lift a pause: the memory is active again, without suppression.
+
+    The member lifts any pause on their memory; a surface only one it set itself
+    (`memory.controls`: refused 403, on record as a deny)."""
+    now = now or timezone.now()
+    entry = _current(principal, member, entry_id, lock=False)
+    _refuse_tombstoned(entry)
+    attributes: dict[str, Any] = {}
+    if entry.lifecycle == Lifecycle.PAUSED:
+        attributes[controls.SET_BY_ATTRIBUTE] = entry.suppression_set_by
+    decided: list[dict[str, Any]] = []
+    _govern(
+        Hook.PRE_WRITE,
+        name="memory.resume",
+        effect=Effect.WRITE,
+        principal=principal,
+        member=member,
+        context=context,
+        subject_ids=[entry.entry_id],
+        arguments={"entryId": str(entry.entry_id)},
+        attributes=attributes,
+        pending=decided,
+    )
+    with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
+        entry = _relocked(principal, member, entry.entry_id)
+        if entry.lifecycle == Lifecycle.ACTIVE:
+            return WriteOutcome("not-written", "not-paused", entry=entry)
+        if entry.lifecycle != Lifecycle.PAUSED:
+            raise Conflict("Only a paused memory can be resumed.", code="not-paused")
+        # Paused again by someone else since governance read it: the same refusal.
+        reason = controls.refusal(entry.suppression_set_by, principal)
+        if reason is not None:
+            raise controls.refused(reason)
+        revision = _insert_revision(
+            prev=entry,
+            now=now,
+            fields={"lifecycle": Lifecycle.ACTIVE, **_NO_SUPPRESSION, "suppression_set_by": None},
+        )
+        reason_code = "user-resume" if principal.kind == "member" else f"{principal.kind}-resume"
+        return _written(
+            principal, member, revision, reason=reason_code, action="iris.memory.entry.resumed"
+        )
+
+
+def memory_change_scope(
+    *,
+    principal: Principal,
+    member: User,
+    entry_id: uuid.UUID | str,
+    scope_kind: str,
+    scope_identifiers: Mapping[str, Any],
+    context: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> WriteOutcome:
+    """Move a memory to another scope at the member's request (`memory.rules.scopes`).
+
+    session → profile is an explicit promotion (an inference becomes `user-confirmed`, a
+    draft active, with a `profile-promotion` provenance link); session → notebook and
+    profile → notebook move the entry (a new revision in the new scope). tenant →
+    notebook leaves the tenant row alone and writes the member a read-only copy (a new
+    entry). Anything else is 409 with the rule's reason code; a different fact with the
+    same conflict key already in the target scope is 409 `scope-change-conflict`.
+    """
+    now = now or timezone.now()
+    target_kind, identifiers, key = _validated_scope(member, scope_kind, scope_identifiers)
+    entry = _current(principal, member, entry_id, lock=False)
+    _refuse_tombstoned(entry)
+    _refuse_read_only(entry)
+    change = check_scope_change(entry.scope_kind, target_kind)
+    if not change.allowed:
+        raise Conflict(
+            "This memory cannot move to that scope.",
+            code=change.reason_code,
+            field="scope.kind",
+            rule=change.reason_code,
+        )
+    adapter = CANONICAL_DEFAULT_ADAPTER[target_kind]
+    gate, consents = _gate(
+        principal=principal,
+        member=member,
+        adapter=adapter,
+        category=entry.category,
+        sensitive_interaction=entry.sensitive_interaction,
+    )
+    decided: list[dict[str, Any]] = []
+    _govern(
+        Hook.PRE_WRITE,
+        name="memory.change_scope",
+        effect=Effect.WRITE,
+        principal=principal,
+        member=member,
+        context=context,
+        subject_ids=[entry.entry_id],
+        arguments={
+            "entryId": str(entry.entry_id),
+            "from": entry.scope_kind,
+            "to": target_kind.value,
+            "reasonCode": change.reason_code,
+        },
+        attributes={
+            "memoryGate": gate.as_attributes(),
+        },
+        pending=decided,
+    )
+    with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
+        entry = _relocked(principal, member, entry.entry_id)
+        clash = _current_for_key(
+            member,
+            key,
+            entry.category,
+            entry.actor_handle,
+            entry.subject,
+            adapter_scopes=_readable_adapter_scopes(principal),
+        )
+        if clash is not None and clash.entry_id != entry.entry_id:
+            raise Conflict(
+                "The target scope already holds a memory about this; correct or forget one.",
+                code="scope-change-conflict",
+                extra={"conflictingEntryId": str(clash.entry_id)},
+            )
+        scope_fields = {
+            "scope_kind": target_kind.value,
+            "scope_key": key,
+            "scope_identifiers": identifiers,
+            "adapter_scope": adapter.value,
+            "consents": _snapshot(consents, entry.category),
+        }
+        link = None
+        if change.copy:
+            link = {
+                "kind": ProvenanceKind.NOTEBOOK_ATTACHMENT.value,
+                "ref": str(entry.revision_id),
+                "capturedAt": rfc3339(now),
+            }
+            values = _carried(entry)
+            values.update(scope_fields)
+            values.update(
+                {
+                    "lifecycle": Lifecycle.ACTIVE,
+                    "read_only_copy_of": entry.entry_id,
+                    "provenance_chain": [*entry.provenance_chain, link],
+                    "reference_count": 0,
+                    "last_referenced_at": None,
+                    **_NO_SUPPRESSION,
+                }
+            )
+            copy = _insert_revision(prev=None, now=now, fields=values)
+            return _written(
+                principal,
+                member,
+                copy,
+                reason=change.reason_code,
+                action="iris.memory.entry.scope_changed",
+                sourceEntryId=str(entry.entry_id),
+            )
+        fields = dict(scope_fields)
+        promotion = None
+        if target_kind is ScopeKind.PROFILE:
+            promotion = evaluate_promotion(
+                requested=True, explicit=True, distinct_sessions=0, sensitive=gate.sensitive
+            )
+            fields["origin"] = promoted_origin(promotion, entry.origin).value
+            fields["provenance_chain"] = [
+                *entry.provenance_chain,
+                {
+                    "kind": ProvenanceKind.PROFILE_PROMOTION.value,
+                    "ref": str(entry.revision_id),
+                    "capturedAt": rfc3339(now),
+                },
+            ]
+            if entry.lifecycle == Lifecycle.DRAFT:
+                fields["lifecycle"] = Lifecycle.ACTIVE
+        revision = _insert_revision(prev=entry, now=now, fields=fields)
+        extra: dict[str, Any] = {"fromScopeKind": entry.scope_kind}
+        if promotion is not None:
+            extra["promotionReason"] = promotion.reason.value
+        return _written(
+            principal,
+            member,
+            revision,
+            reason=change.reason_code,
+            action="iris.memory.entry.scope_changed",
+            **extra,
+        )
