@@ -316,6 +316,9 @@ def candidate_of(entry: MemoryEntry, *, user_id: str) -> recall.Candidate:
         updated_at=entry.updated_at,
         revision=entry.revision,
         external=recall.is_external(entry.origin, chain),
+        revision_id=str(entry.revision_id),
+        supersedes=None if entry.supersedes is None else str(entry.supersedes),
+        consents=recall.consent_records(entry.consents),
     )
 
 

@@ -8,7 +8,6 @@ revision's `supersedes` names; see docs/decisions/memory.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +16,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.settings import api_settings
 
-from consent.enums import SURFACES, AdapterScope, Category
+from consent.enums import SURFACES, AdapterScope, Category, ConsentSource
 from governance.fields import (
     EnumField,
     IdentifierField,
@@ -35,9 +34,10 @@ from memory.models import (
     MemoryEntry,
     OffTheRecord,
 )
-from memory.recall.pipeline import rfc3339
+from memory.recall.pipeline import entry_to_wire, rfc3339
 from memory.rules.masking import RELATIONSHIP_NOTE_MAX_LENGTH
 from memory.rules.scopes import ScopeRuleError, validate_scope
+from memory.selectors import candidate_of
 from memory.services import (
     CONFLICT_ANSWERS,
     ActorMention,
@@ -109,8 +109,12 @@ class ScopeField(serializers.Field):
 # ------------------------------------------------------------------------------ output
 
 
+def _choices(values: Any) -> list[str]:
+    return [str(v) for v in values]
+
+
 class SuppressionOut(serializers.Serializer):
-    reason = serializers.CharField(source="suppression_reason")
+    reason = serializers.ChoiceField(_choices(SuppressionReason), source="suppression_reason")
     startedAt = Rfc3339Field(source="suppression_started_at")  # noqa: N815
     endsAt = Rfc3339Field(source="suppression_ends_at", allow_null=True)  # noqa: N815
     notes = serializers.CharField(source="suppression_notes")
@@ -122,18 +126,22 @@ class MultiActorOut(serializers.Serializer):
     sensitiveInteraction = serializers.BooleanField(source="sensitive_interaction")  # noqa: N815
 
 
+# The stored ConsentEntry and provenance dicts already hold their moments as RFC 3339 text,
+# which DRF's DateTimeField hands through unchanged; the schema still says `date-time`.
+
+
 class ConsentEntryOut(serializers.Serializer):
-    category = serializers.CharField()
-    grantedAt = serializers.CharField()  # noqa: N815
-    revokedAt = serializers.CharField(allow_null=True)  # noqa: N815
+    category = serializers.ChoiceField(_choices(Category))
+    grantedAt = serializers.DateTimeField()  # noqa: N815
+    revokedAt = serializers.DateTimeField(allow_null=True)  # noqa: N815
     # DRF moves declared fields off the class; the stubs see Field.source (str | None).
-    source = serializers.CharField()  # type: ignore[assignment]
+    source = serializers.ChoiceField(_choices(ConsentSource))  # type: ignore[assignment]
 
 
 class ProvenanceLinkOut(serializers.Serializer):
-    kind = serializers.CharField()
+    kind = serializers.ChoiceField(_choices(ProvenanceKind))
     ref = serializers.CharField()
-    capturedAt = serializers.CharField()  # noqa: N815
+    capturedAt = serializers.DateTimeField()  # noqa: N815
 
 
 class MemoryEntryOut(serializers.Serializer):
@@ -146,11 +154,11 @@ class MemoryEntryOut(serializers.Serializer):
     userId = serializers.SerializerMethodField()  # noqa: N815
     scope = serializers.SerializerMethodField()
     scopeKey = serializers.CharField(source="scope_key")  # noqa: N815
-    category = serializers.CharField()
+    category = serializers.ChoiceField(_choices(Category))
     body = serializers.CharField()
     subject = serializers.SerializerMethodField()
-    origin = serializers.CharField()
-    lifecycle = serializers.CharField()
+    origin = serializers.ChoiceField(_choices(Origin))
+    lifecycle = serializers.ChoiceField(_choices(Lifecycle))
     suppression = serializers.SerializerMethodField()
     multiActor = serializers.SerializerMethodField()  # noqa: N815
     consents = ConsentEntryOut(many=True)
@@ -185,68 +193,17 @@ class MemoryEntryOut(serializers.Serializer):
 
 
 def entry_contract(entry: MemoryEntry, *, member: Any = None) -> dict[str, Any]:
-    """One revision as the wire's MemoryEntry: what `MemoryEntryOut` renders (it stays the
-    schema), written out by hand because every write answers with one and the serializer's
-    per-call field copies cost more than the write's own queries (tested equal in
-    tests/memory/test_roundtrip_fixture.py)."""
+    """One revision as the wire's MemoryEntry: `memory.recall.pipeline.entry_to_wire`, the
+    one function that writes the shape for every route, over the revision as recall sees it
+    (`MemoryEntryOut` above stays the schema; tested equal in
+    tests/memory/test_roundtrip_fixture.py). Rendered by hand because every write answers
+    with one and the serializer's per-call field copies cost more than the write's own
+    queries."""
     if member is not None and member.pk == entry.member_id:
         user_id = str(member.public_id)
     else:
         user_id = str(entry.member.public_id)
-    suppression = None
-    if entry.suppression_reason is not None:
-        suppression = {
-            "reason": _text(entry.suppression_reason),
-            "startedAt": _moment(entry.suppression_started_at),
-            "endsAt": _moment(entry.suppression_ends_at),
-            "notes": _text(entry.suppression_notes),
-        }
-    multi_actor = None
-    if entry.actor_handle is not None:
-        multi_actor = {
-            "actorHandle": entry.actor_handle,
-            "relationshipNote": _text(entry.relationship_note),
-            "sensitiveInteraction": bool(entry.sensitive_interaction),
-        }
-    return {
-        "id": str(entry.entry_id),
-        "revisionId": str(entry.revision_id),
-        "tenantId": str(entry.tenant_id),
-        "userId": user_id,
-        "scope": {"kind": entry.scope_kind, **entry.scope_identifiers},
-        "scopeKey": _text(entry.scope_key),
-        "category": _text(entry.category),
-        "body": _text(entry.body),
-        "subject": entry.subject or None,
-        "origin": _text(entry.origin),
-        "lifecycle": _text(entry.lifecycle),
-        "suppression": suppression,
-        "multiActor": multi_actor,
-        "consents": [_picked(c, _CONSENT_KEYS) for c in entry.consents],
-        "provenanceChain": [_picked(link, _PROVENANCE_KEYS) for link in entry.provenance_chain],
-        "referenceCount": int(entry.reference_count),
-        "lastReferencedAt": _moment(entry.last_referenced_at),
-        "createdAt": _moment(entry.created_at),
-        "updatedAt": _moment(entry.updated_at),
-        "revision": int(entry.revision),
-        "supersedes": None if entry.supersedes is None else str(entry.supersedes),
-    }
-
-
-_CONSENT_KEYS = ("category", "grantedAt", "revokedAt", "source")
-_PROVENANCE_KEYS = ("kind", "ref", "capturedAt")
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _moment(value: datetime | None) -> str | None:
-    return None if value is None else rfc3339(value)
-
-
-def _picked(item: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    return {key: _text(item[key]) for key in keys}
+    return entry_to_wire(candidate_of(entry, user_id=user_id), envelope_external=False)
 
 
 class MemoryPageOut(serializers.Serializer):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,6 +18,7 @@ from memory.api import _acting, _valid
 from memory.enums import RecallSurface, ScopeKind
 from memory.recall import pipeline as recall
 from memory.recall import service as recall_service
+from memory.serializers import MemoryEntryOut, ProvenanceLinkOut
 
 TAG = "memory"
 
@@ -53,21 +54,42 @@ class RecallIn(StrictInput, SharedFieldsInput, serializers.Serializer):
         return attrs
 
 
-class RecallView(APIView):
-    @extend_schema(
-        tags=[TAG],
-        operation_id="recall",
-        request=RecallIn,
-        responses={
-            200: inline_serializer(
-                "RecallOut",
-                {
-                    "entries": serializers.ListField(child=serializers.DictField()),
-                    "auditEnvelope": serializers.DictField(),
-                },
-            )
-        },
+# The answer's schema. `recall.to_wire` writes the answer (its entries through
+# `entry_to_wire`, the memory API's own function); these classes describe it, and
+# tests/memory/test_entry_shape.py holds the two together.
+
+
+class RecalledEntryOut(serializers.Serializer):
+    """One surfaced entry: the MemoryEntry exactly as `GET memories/{id}` gives it (third
+    party text inside the external-content envelope), and why it surfaced."""
+
+    entry = MemoryEntryOut()
+    score = serializers.FloatField()
+    surfaceRationale = serializers.CharField(  # noqa: N815
+        allow_blank=True, help_text="Empty on surfaces whose budget hides the rationale."
     )
+    provenanceChain = ProvenanceLinkOut(many=True)  # noqa: N815
+
+
+class RecallAuditEnvelopeOut(serializers.Serializer):
+    """Counts and ids, never content."""
+
+    scopeKey = serializers.CharField()  # noqa: N815
+    returnedIds = serializers.ListField(child=serializers.UUIDField())  # noqa: N815
+    suppressionCounts = serializers.DictField(  # noqa: N815
+        child=serializers.IntegerField(min_value=1),
+        help_text="Candidates dropped, by the reason that dropped them.",
+    )
+    evaluatedCount = serializers.IntegerField(min_value=0)  # noqa: N815
+
+
+class RecallOut(serializers.Serializer):
+    entries = RecalledEntryOut(many=True)
+    auditEnvelope = RecallAuditEnvelopeOut()  # noqa: N815
+
+
+class RecallView(APIView):
+    @extend_schema(tags=[TAG], operation_id="recall", request=RecallIn, responses={200: RecallOut})
     def post(self, request: Request) -> Response:
         principal, member = _acting(request, request.data)
         data = _valid(RecallIn, request.data).validated_data

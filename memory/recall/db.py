@@ -83,7 +83,8 @@ _COLUMNS = (
     "entry_id, revision_id, scope_kind, scope_key, category, body, subject, origin, "
     "lifecycle, suppression_reason, suppression_started_at, suppression_ends_at, "
     "suppression_notes, actor_handle, relationship_note, sensitive_interaction, "
-    "provenance_chain, reference_count, last_referenced_at, created_at, updated_at, revision"
+    "provenance_chain, reference_count, last_referenced_at, created_at, updated_at, revision, "
+    "supersedes, consents"
 )
 _ANCHOR = "COALESCE(last_referenced_at, updated_at)"
 _ORDER = f"{_ANCHOR} DESC, entry_id"
@@ -94,12 +95,12 @@ _PG_COLUMNS = (
     "lifecycle, suppression_reason, suppression_started_at::text, suppression_ends_at::text, "
     "suppression_notes, actor_handle, relationship_note, sensitive_interaction, "
     "provenance_chain, reference_count, last_referenced_at::text, created_at::text, "
-    "updated_at::text, revision"
+    "updated_at::text, revision, supersedes::text, consents"
 )
 # Column positions in a fetched row (`_COLUMNS`, then the anchor and the stream tag).
-_ANCHOR_AT = 22
-_STREAM_AT = 23
-_VECTOR_AT = 24  # with the hybrid ranker on PostgreSQL (`_statement`'s `vectors_of`)
+_ANCHOR_AT = 24
+_STREAM_AT = 25
+_VECTOR_AT = 26  # with the hybrid ranker on PostgreSQL (`_statement`'s `vectors_of`)
 _WHOLE = -1  # rows fetched as a set (lexical matches, non-ASCII bodies)
 _CLOSURE = -2  # rows fetched by the cluster closure
 
@@ -367,6 +368,9 @@ class _Decoder:
             updated_at=required_moment(row[20]),
             revision=row[21],
             external=recall.is_external(origin, links),
+            revision_id=str(self.uuid(row[1])),
+            supersedes=None if row[22] is None else str(self.uuid(row[22])),
+            consents=() if row[23] in ("[]", []) else _consents(row[23]),
         )
 
 
@@ -380,6 +384,10 @@ def _chain(raw: Any) -> tuple[recall.ProvenanceLink, ...]:
         )
         for link in links
     )
+
+
+def _consents(raw: Any) -> tuple[recall.ConsentRecord, ...]:
+    return recall.consent_records(json.loads(raw) if isinstance(raw, str) else raw)
 
 
 # --------------------------------------------------------------------------------------

@@ -213,10 +213,36 @@ class ProvenanceLink:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsentRecord:
+    """A ConsentEntry a revision carries, as the consent ledger gave it at the write (its
+    moments already RFC 3339 UTC text)."""
+
+    category: str
+    granted_at: str
+    revoked_at: str | None
+    source: str
+
+
+def consent_records(stored: Iterable[Mapping[str, Any]]) -> tuple[ConsentRecord, ...]:
+    """A revision's stored `consents` (ConsentEntry wire dicts) as recall's values."""
+    return tuple(
+        ConsentRecord(
+            category=str(item["category"]),
+            granted_at=str(item["grantedAt"]),
+            revoked_at=None if item["revokedAt"] is None else str(item["revokedAt"]),
+            source=str(item["source"]),
+        )
+        for item in stored
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """The current revision of one memory entry, as recall sees it.
 
-    Caller's contract: at most one candidate per `entry_id`; aware datetimes.
+    Caller's contract: at most one candidate per `entry_id`; aware datetimes. The last
+    three fields only reach the wire (no gate or score reads them); the database paths
+    always load them, pure tests may leave them out.
     """
 
     entry_id: str
@@ -238,6 +264,9 @@ class Candidate:
     updated_at: datetime
     revision: int
     external: bool
+    revision_id: str = ""
+    supersedes: str | None = None
+    consents: tuple[ConsentRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -719,19 +748,30 @@ def provenance_to_wire(chain: Iterable[ProvenanceLink]) -> list[dict[str, Any]]:
     ]
 
 
-def entry_to_wire(c: Candidate) -> dict[str, Any]:
-    """A MemoryEntry as surfaces see it; third-party text arrives inside the envelope."""
+def entry_to_wire(c: Candidate, *, envelope_external: bool = True) -> dict[str, Any]:
+    """The MemoryEntry on the wire, the one shape every route gives (docs/decisions/layout.md,
+    "One entry shape"): the memory API renders each revision through it, recall each
+    surfaced entry. `memory.serializers.MemoryEntryOut` is its OpenAPI schema.
+
+    Recall hands third-party text over inside the external-content envelope; the memory API
+    gives the member's stored text back as stored (`envelope_external=False`).
+    """
     s = c.suppression
     actor = c.multi_actor
+    # The scope object is read back from the key, so every route names the identifiers in
+    # the one order `memory.rules.scopes` builds keys in.
+    _, identifiers = scopes.parse_scope_key(c.scope_key)
+    external = envelope_external and c.external
     return {
         "id": c.entry_id,
+        "revisionId": c.revision_id,
         "tenantId": c.tenant_id,
         "userId": c.user_id,
-        "scopeKind": str(c.scope_kind),
+        "scope": {"kind": str(c.scope_kind), **identifiers},
         "scopeKey": c.scope_key,
         "category": str(c.category),
-        "body": wrap_external(c.body, source=_external_source(c)) if c.external else c.body,
-        "subject": c.subject,
+        "body": wrap_external(c.body, source=_external_source(c)) if external else c.body,
+        "subject": c.subject or None,
         "origin": str(c.origin),
         "lifecycle": str(c.lifecycle),
         "suppression": None
@@ -749,12 +789,22 @@ def entry_to_wire(c: Candidate) -> dict[str, Any]:
             "relationshipNote": actor.relationship_note,
             "sensitiveInteraction": actor.sensitive_interaction,
         },
+        "consents": [
+            {
+                "category": consent.category,
+                "grantedAt": consent.granted_at,
+                "revokedAt": consent.revoked_at,
+                "source": consent.source,
+            }
+            for consent in c.consents
+        ],
         "provenanceChain": provenance_to_wire(c.provenance_chain),
         "referenceCount": c.reference_count,
         "lastReferencedAt": _optional_time(c.last_referenced_at),
         "createdAt": rfc3339(c.created_at),
         "updatedAt": rfc3339(c.updated_at),
         "revision": c.revision,
+        "supersedes": c.supersedes,
     }
 
 

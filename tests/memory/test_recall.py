@@ -28,6 +28,7 @@ from memory.recall.pipeline import (
     SURFACING_CONTEXTS,
     WEIGHTS,
     Candidate,
+    ConsentRecord,
     MultiActor,
     ProvenanceLink,
     RecallRequest,
@@ -682,6 +683,11 @@ def test_wire_shape_is_camel_case_with_rfc3339_utc_timestamps() -> None:
             SuppressionReason.USER_PAUSE, NOW - timedelta(days=9), NOW - timedelta(days=8), "x"
         ),
         multi_actor=MultiActor("h-1", "my sister", False),
+        revision_id="r-2",
+        supersedes="r-1",
+        consents=(
+            ConsentRecord("medical", "2025-05-01T09:00:00.000000Z", None, "settings-toggle"),
+        ),
     )
     wire = to_wire(resolve([row], request()))
     assert set(wire) == {"entries", "auditEnvelope"}
@@ -699,9 +705,10 @@ def test_wire_shape_is_camel_case_with_rfc3339_utc_timestamps() -> None:
     entry = item["entry"]
     assert entry == {
         "id": "e-1",
+        "revisionId": "r-2",
         "tenantId": TENANT,
         "userId": MEMBER,
-        "scopeKind": "profile",
+        "scope": {"kind": "profile", "userId": MEMBER},
         "scopeKey": PROFILE_KEY,
         "category": "preference",
         "body": "likes coffee in the morning",
@@ -719,12 +726,21 @@ def test_wire_shape_is_camel_case_with_rfc3339_utc_timestamps() -> None:
             "relationshipNote": "my sister",
             "sensitiveInteraction": False,
         },
+        "consents": [
+            {
+                "category": "medical",
+                "grantedAt": "2025-05-01T09:00:00.000000Z",
+                "revokedAt": None,
+                "source": "settings-toggle",
+            }
+        ],
         "provenanceChain": item["provenanceChain"],
         "referenceCount": 2,
         "lastReferencedAt": "2025-05-30T12:00:00.000000Z",
         "createdAt": "2025-05-22T12:00:00.000000Z",
         "updatedAt": "2025-05-31T12:00:00.000000Z",
         "revision": 1,
+        "supersedes": "r-1",
     }
     json.dumps(wire)  # plain JSON values throughout
 
