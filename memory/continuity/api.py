@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from consent.enums import SURFACES
-from governance.errors import NotFound, ValidationFailed
+from governance.errors import NotFound, ValidationFailed, invalid
 from governance.idempotency import idempotent
 from governance.models import User
 from governance.principal import Principal, principal_of
@@ -128,12 +128,7 @@ class ContinuationTokensView(APIView):
                 request.query_params, limit_max=conf.read_limit_max()
             )
         except rules.RuleViolation as violation:
-            raise ValidationFailed(
-                violation.message,
-                field=violation.field,
-                rule=violation.rule,
-                allowed=violation.allowed,
-            ) from None
+            raise invalid(violation) from None
         recent = selectors.continuation_tokens_recent(
             principal=principal, member=member, surface=surface, limit=limit
         )

@@ -12,28 +12,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from governance.rules import RuleError
 from memory.enums import SCOPE_IDENTIFIERS, ScopeKind
 
 SEPARATOR = ":"
 
 
-class ScopeRuleError(ValueError):
+class ScopeRuleError(RuleError):
     """A scope or its identifiers break the contract; `field` names the culprit (wire name)."""
-
-    code = "invalid-scope"
-    status_code = 400
-
-    def __init__(self, field: str, rule: str) -> None:
-        super().__init__(f"{field}: {rule}")
-        self.field = field
-        self.rule = rule
 
 
 def _kind(kind: ScopeKind | str) -> ScopeKind:
     try:
         return ScopeKind(kind)
     except ValueError:
-        raise ScopeRuleError("kind", "unknown-kind") from None
+        raise ScopeRuleError("kind", "unknown-kind", allowed=[k.value for k in ScopeKind]) from None
 
 
 def validate_scope(kind: ScopeKind | str, identifiers: Mapping[str, str]) -> ScopeKind:

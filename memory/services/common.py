@@ -24,7 +24,7 @@ from consent.policy import blueprint
 from consent.selectors import consent_overview
 from governance import keys, plainsql
 from governance.audit import audit_record
-from governance.errors import Conflict, NotFound, ValidationFailed
+from governance.errors import Conflict, NotFound, ValidationFailed, invalid
 from governance.idempotency import forget_subject
 from governance.models import User
 from governance.pipeline import (
@@ -309,10 +309,11 @@ def _validated_scope(
     try:
         scope_kind = validate_scope(kind, identifiers)
     except ScopeRuleError as exc:
-        allowed = [k.value for k in ScopeKind] if exc.field == "kind" else None
-        rule = "invalid_choice" if exc.rule == "unknown-kind" else exc.rule
-        raise _invalid(
-            f"scope.{exc.field}", rule, f"scope.{exc.field}: {exc.rule}", allowed
+        raise invalid(
+            exc,
+            field=f"scope.{exc.field}",
+            rule="invalid_choice" if exc.rule == "unknown-kind" else None,
+            detail=f"scope.{exc.field}: {exc.rule}",
         ) from None
     clean: dict[str, str] = {}
     for name, value in identifiers.items():
