@@ -209,7 +209,6 @@ def consent_purge_categories(
             "side_effect_id": side_effect_id,
         },
     )
-    govern(Hook.PRE_DESTRUCTIVE, op)
     counts = run_destructive(op, _purge_in_one_transaction, principal, member, wanted)
     return counts["erased"]
 

@@ -320,6 +320,7 @@ def continuation_tokens_expire(
     batch = batch_size or conf.expiry_batch()
     cutoff = rules.expiry_cutoff(now, conf.token_ttl())
     principal = Principal.system("continuity-expiry", tenant_id=tenant_id)
+    decided: list[dict[str, Any]] = []
     govern(
         Hook.PRE_WRITE,
         Operation(
@@ -328,8 +329,11 @@ def continuation_tokens_expire(
             principal=principal,
             tenant_id=tenant_id,
         ),
+        pending=decided,
     )
-    run = JobRun.objects.create(job=EXPIRY_JOB, tenant_id=tenant_id, started_at=now)
+    with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with the run it started
+        run = JobRun.objects.create(job=EXPIRY_JOB, tenant_id=tenant_id, started_at=now)
     deleted = batches = 0
     try:
         for _ in range(max_batches):

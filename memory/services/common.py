@@ -198,8 +198,7 @@ def _snapshot(consents: _ConsentView, category: str) -> list[dict[str, Any]]:
 GOVERNANCE_CONTEXT_KEYS = frozenset({"run_id", "approval_id", "can_pause", "side_effect_id"})
 
 
-def _govern(
-    hook: Hook,
+def _operation(
     *,
     name: str,
     effect: Effect,
@@ -211,10 +210,8 @@ def _govern(
     attributes: Mapping[str, Any] | None = None,
     text: str | None = None,
     texts: Mapping[str, str] | None = None,
-    pending: list[dict[str, Any]] | None = None,
 ) -> Operation:
-    """Ask the kernel (outside any transaction); returns the allowed operation. With
-    `pending`, an allow is queued there for `record_pending` in the caller's transaction.
+    """The operation the kernel is asked about, for this member.
 
     `arguments` are what the call needs to be issued again (ids and codes only): with
     `subject_ids` they make its fingerprint for approvals, the ledger and loop detection.
@@ -223,7 +220,7 @@ def _govern(
     merged.update(attributes or {})
     if arguments is not None:
         merged["arguments"] = dict(arguments)
-    op = Operation(
+    return Operation(
         name=name,
         effect=effect,
         principal=principal,
@@ -234,6 +231,13 @@ def _govern(
         text=text,
         texts=texts or {},
     )
+
+
+def _govern(hook: Hook, *, pending: list[dict[str, Any]] | None = None, **fields: Any) -> Operation:
+    """Ask the kernel (outside any transaction) about `_operation(**fields)`; returns the
+    allowed operation. The allow is queued in `pending` for `record_pending` in the
+    caller's transaction, so that it commits with what it allowed."""
+    op = _operation(**fields)
     govern(hook, op, pending=pending)
     return op
 
