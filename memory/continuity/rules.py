@@ -26,7 +26,7 @@ from typing import Any
 from consent.enums import SENSITIVE_CATEGORIES, SURFACES
 from governance.rules import RuleError
 from governance.text import TextRuleError, check_instant, safe_field_name
-from memory.enums import ScopeKind
+from memory.rules.scopes import ScopeRuleError, parse_scope_key
 
 # -- vocabulary ----------------------------------------------------------------------------
 
@@ -296,8 +296,16 @@ def _scope_key(value: Any) -> str:
         raise RuleViolation(
             "scopeKey", "invalid", "scopeKey is its kind and identifiers, colon-joined."
         )
-    kind = value.split(":", 1)[0]
-    _choice(kind, [k.value for k in ScopeKind], "scopeKey")
+    try:
+        parse_scope_key(value)
+    except ScopeRuleError as exc:
+        if exc.rule == "unknown-kind":
+            raise RuleViolation(
+                "scopeKey", "invalid_choice", "scopeKey is not an allowed kind.", exc.allowed
+            ) from None
+        raise RuleViolation(
+            "scopeKey", "invalid", "scopeKey is its kind and identifiers, colon-joined."
+        ) from None
     return value
 
 

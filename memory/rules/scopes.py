@@ -69,12 +69,17 @@ def key_from(kind: ScopeKind | str, identifiers: Mapping[str, str]) -> str:
     return SEPARATOR.join(parts)
 
 
-def parse_scope_key(key: str) -> tuple[ScopeKind, dict[str, str]]:
-    """The inverse of `build_scope_key`; refuses anything it would not have built."""
+def parse_scope_key(
+    key: str, kind: ScopeKind | str | None = None
+) -> tuple[ScopeKind, dict[str, str]]:
+    """The inverse of `build_scope_key`; refuses anything it would not have built, and a
+    key of another kind than `kind` when one is expected."""
     if not isinstance(key, str) or not key:
         raise ScopeRuleError("scopeKey", "malformed")
     kind_text, *values = key.split(SEPARATOR)
     scope_kind = _kind(kind_text)
+    if kind is not None and scope_kind is not _kind(kind):
+        raise ScopeRuleError("scopeKey", "kind-mismatch")
     names = SCOPE_IDENTIFIERS[scope_kind]
     if len(values) != len(names):
         raise ScopeRuleError("scopeKey", "malformed")

@@ -42,7 +42,6 @@ from memory import selectors
 from memory.enums import (
     ADAPTER_TO_CANONICAL,
     CANONICAL_DEFAULT_ADAPTER,
-    SCOPE_IDENTIFIERS,
     Lifecycle,
     Origin,
     ProvenanceKind,
@@ -77,7 +76,7 @@ from memory.rules.masking import (
 from memory.rules.promotion import (
     PromotionDecision,
 )
-from memory.rules.scopes import ScopeRuleError, validate_scope
+from memory.rules.scopes import ScopeRuleError, key_from, validate_scope
 from memory.selectors import conflict_fingerprint as _conflict_fingerprint
 from memory.selectors import text_fingerprint, value_fingerprint
 from memory.services.types import (
@@ -351,12 +350,7 @@ def _validated_scope(
                 "scope.operatorId", "unknown-operator", "scope.operatorId is not an operator here."
             )
         clean["operatorId"] = str(operator)
-    key = ":".join([scope_kind.value, *(clean[name] for name in _identifier_order(scope_kind))])
-    return scope_kind, clean, key
-
-
-def _identifier_order(kind: ScopeKind) -> tuple[str, ...]:
-    return SCOPE_IDENTIFIERS[kind]
+    return scope_kind, clean, key_from(scope_kind, clean)
 
 
 def _uuid_or_none(value: Any) -> uuid.UUID | None:
