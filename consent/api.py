@@ -28,12 +28,11 @@ from consent.enums import (
 from consent.ledger import SOURCE_OF_CAPTURE, LedgerEvent
 from consent.models import ConsentEvent
 from consent.terms import TERMS, version_of_hash
+from governance.acting import acting_for
 from governance.errors import ValidationFailed
 from governance.fields import EnumField, InstantField, StrictInput
 from governance.idempotency import idempotent
-from governance.models import User
 from governance.principal import principal_of
-from governance.selectors import member_for
 
 # Everything a POST may name as `type`: consent types and opt-out categories (disjoint).
 RECORDABLE_TYPES: tuple[str, ...] = (*CONSENT_TYPES, *(c.value for c in OptOutCategory))
@@ -58,13 +57,6 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
     required=False,
     description="Replays return the first answer and write nothing new.",
 )
-
-
-def _member(request: Request, user_id: Any) -> User:
-    principal = principal_of(request.user)
-    if principal.kind == "surface" and user_id is None:
-        raise ValidationFailed("userId is required.", field="userId", rule="required")
-    return member_for(principal, user_id)
 
 
 class ConsentEventOutput(serializers.Serializer):
@@ -123,7 +115,7 @@ class ConsentListApi(APIView):
     def get(self, request: Request) -> Response:
         query = self.ConsentListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        member = _member(request, query.validated_data.get("userId"))
+        _, member = acting_for(request, query.validated_data.get("userId"))
         limit = query.validated_data["limit"]
         rows = selectors.member_events(
             tenant_id=member.tenant_id,
@@ -164,8 +156,7 @@ class ConsentRecordApi(APIView):
         payload = self.ConsentRecordInput(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        member = _member(request, data.get("userId"))
-        request.idempotency_subject = member.public_id  # type: ignore[attr-defined]
+        _, member = acting_for(request, data.get("userId"))
         common = {
             "principal": principal_of(request.user),
             "member": member,
@@ -241,7 +232,7 @@ class ConsentActiveApi(APIView):
     def get(self, request: Request) -> Response:
         query = self.ConsentActiveQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        member = _member(request, query.validated_data.get("userId"))
+        _, member = acting_for(request, query.validated_data.get("userId"))
         principal = principal_of(request.user)
         overview = selectors.consent_overview(
             tenant_id=member.tenant_id, member=member, consumer=principal.surface

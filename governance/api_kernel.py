@@ -20,12 +20,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from governance import approvals, runs
-from governance.errors import Forbidden, ValidationFailed
+from governance.acting import acting_for
+from governance.errors import Forbidden
 from governance.fields import EnumField, StrictInput
 from governance.idempotency import idempotent
 from governance.kernel_models import Approval
 from governance.principal import principal_of
-from governance.selectors import member_for
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
@@ -71,10 +71,7 @@ class ApprovalListApi(APIView):
             raise Forbidden("Approvals are answered by the member they concern.")
         query = self.ApprovalListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        user_id = query.validated_data.get("userId")
-        if principal.kind == "surface" and user_id is None:
-            raise ValidationFailed("userId is required.", field="userId", rule="required")
-        member = member_for(principal, user_id)
+        _, member = acting_for(request, query.validated_data.get("userId"))
         pending = approvals.approvals_pending_for(member=member)
         return Response(self.ApprovalListOutput({"results": pending}).data)
 

@@ -6,10 +6,13 @@ cannot be written, the call is denied and does not run. Turning the ledger off
 (`IRIS_SIDE_EFFECT_LEDGER=0`) makes destructive operations refuse rather than run
 unrecorded; `IRIS_SIDE_EFFECT_LEDGER_ALL=1` records every write's side effects as well.
 
-How a service uses it, after `govern` has allowed the call and outside any transaction::
+How a service uses it, outside any transaction::
 
-    govern(Hook.PRE_DESTRUCTIVE, op)
     counts = run_destructive(op, _clear_all_in_one_transaction, member)
+
+`run_destructive` asks the kernel at PRE_DESTRUCTIVE itself, and the allow decision commits
+in the same transaction as the ledger row: a call is either refused (and the refusal is on
+record) or allowed and recorded as started, never allowed on record with no trace of it.
 
 `func` opens its own `transaction.atomic(durable=True)`; what it returns is recorded as the
 row's counts when it is a mapping of names to integers (or has such a `.counts`). A plain
@@ -43,7 +46,18 @@ from django.utils import timezone
 from governance.audit import canonical_json, sha256_hex
 from governance.errors import IrisError
 from governance.kernel_models import SideEffect
-from governance.pipeline import POLICY_ID, Check, Decision, Denied, Effect, Hook, Operation, Verdict
+from governance.pipeline import (
+    POLICY_ID,
+    Check,
+    Decision,
+    Denied,
+    Effect,
+    Hook,
+    Operation,
+    Verdict,
+    govern,
+    record_pending,
+)
 
 log = logging.getLogger(__name__)
 
@@ -200,8 +214,9 @@ def _refuse(op: Operation, reason_code: str, detail: str) -> Denied:
     return Denied(detail, code=reason_code)
 
 
-def _begin(op: Operation) -> SideEffect:
-    """Write (or reuse) the pending row and commit it. Raises Denied if it cannot."""
+def _begin(op: Operation, decided: list[dict[str, Any]] | None = None) -> SideEffect:
+    """Write (or reuse) the pending row and commit it, with the allow decisions in `decided`
+    in the same transaction. Raises Denied if it cannot."""
     if not ledger_enabled():
         raise _refuse(op, "side-effect-ledger-off", "The side-effect ledger is off.")
     try:
@@ -222,6 +237,8 @@ def _begin(op: Operation) -> SideEffect:
         # durable: the row must be committed before the call runs, so it may not ride in a
         # caller's transaction that could still roll back with the call.
         with transaction.atomic(durable=True):
+            if decided:
+                record_pending(decided)
             if side_effect_id is not None:
                 row = (
                     SideEffect.objects.select_for_update()
@@ -270,7 +287,9 @@ def _finish(row: SideEffect, status: str, counts: Mapping[str, int], error_code:
 
 
 @contextlib.contextmanager
-def side_effect(op: Operation) -> Iterator[LedgerEntry]:
+def side_effect(
+    op: Operation, decided: list[dict[str, Any]] | None = None
+) -> Iterator[LedgerEntry]:
     """Record the governed call `op` in the ledger around the block.
 
     Destructive calls always get a committed `pending` row before the block runs (or the
@@ -280,7 +299,7 @@ def side_effect(op: Operation) -> Iterator[LedgerEntry]:
     if not _needs_row(op):
         yield LedgerEntry(row=None)
         return
-    row = _begin(op)
+    row = _begin(op, decided)
     entry = LedgerEntry(row=row)
     try:
         yield entry
@@ -294,15 +313,18 @@ def side_effect(op: Operation) -> Iterator[LedgerEntry]:
 
 
 def run_destructive(op: Operation, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run `func(*args, **kwargs)` as the destructive call `op`, ledger row first.
+    """Ask the kernel at PRE_DESTRUCTIVE, then run `func(*args, **kwargs)` as the
+    destructive call `op`, ledger row first.
 
-    Call it after `govern` allowed `op`, outside any transaction; `func` opens its own.
-    Raises Denied (and `func` never runs) when the ledger is off or its row cannot be
-    committed.
+    Call it outside any transaction; `func` opens its own. The allow commits with the
+    ledger row. Raises what `govern` raises, or Denied (and `func` never runs) when the
+    ledger is off or its row cannot be committed.
     """
     if op.effect != Effect.DESTRUCTIVE:
         raise ValueError("run_destructive runs destructive operations only")
-    with side_effect(op) as entry:
+    decided: list[dict[str, Any]] = []
+    govern(Hook.PRE_DESTRUCTIVE, op, pending=decided)
+    with side_effect(op, decided) as entry:
         result = func(*args, **kwargs)
         entry.add_result(result)
     return result

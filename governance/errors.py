@@ -12,6 +12,8 @@ from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from governance.rules import RuleError
+
 log = logging.getLogger(__name__)
 
 PROBLEM_TYPE = "https://iris.invalid/problems/"
@@ -90,6 +92,19 @@ class NotFound(IrisError):
 
     def __init__(self, detail: str = "No such resource.", **kwargs: Any) -> None:
         super().__init__(detail, **kwargs)
+
+
+def invalid(
+    exc: RuleError, *, field: str | None = None, rule: str | None = None, detail: str | None = None
+) -> ValidationFailed:
+    """The 400 a broken pure rule answers with: its field, rule and allowed values, unless
+    the caller knows the field better (a prefix such as `scope.`) or words it for people."""
+    return ValidationFailed(
+        detail or exc.message,
+        field=field or exc.field,
+        rule=rule or exc.rule,
+        allowed=exc.allowed or None,
+    )
 
 
 class Conflict(IrisError):

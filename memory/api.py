@@ -17,11 +17,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from governance.errors import Conflict, NotFound, ValidationFailed
+from governance.acting import acting_for, user_id_in
+from governance.errors import Conflict
 from governance.idempotency import idempotent
 from governance.models import User
-from governance.principal import Principal, principal_of
-from governance.selectors import member_for
 from memory import selectors, services
 from memory.models import MemoryEntry
 from memory.serializers import (
@@ -50,24 +49,6 @@ CONFLICT_RESPONSE = OpenApiResponse(
     description="The member must answer a question first (problem+json with `question` and "
     "`conflictId`), or the memory was forgotten (`entry-tombstoned`)."
 )
-
-
-def _acting(request: Request, data: dict[str, Any] | Any) -> tuple[Principal, User]:
-    """Who acts, and for which member. A surface must name the member."""
-    principal = principal_of(request.user)
-    user_id = data.get("userId") if hasattr(data, "get") else None
-    if user_id is not None and not isinstance(user_id, str):
-        raise ValidationFailed("userId must be a UUID string.", field="userId", rule="wrong-type")
-    if principal.kind == "surface" and not user_id:
-        raise ValidationFailed(
-            "A surface names the member it acts for.", field="userId", rule="required"
-        )
-    if principal.kind not in {"surface", "member"}:
-        raise NotFound("No such member.")
-    member = member_for(principal, user_id)
-    # Stored idempotent answers are dropped when this member's memory is forgotten.
-    request.idempotency_subject = member.public_id  # type: ignore[attr-defined]
-    return principal, member
 
 
 _In = TypeVar("_In", bound=serializers.Serializer)
@@ -134,7 +115,7 @@ class MemoriesView(APIView):
         responses={200: MemoryPageOut},
     )
     def get(self, request: Request) -> Response:
-        principal, member = _acting(request, request.query_params)
+        principal, member = acting_for(request, user_id_in(request.query_params))
         params = _valid(MemoryListIn, request.query_params).validated_data
         page = selectors.memory_list(
             principal=principal,
@@ -165,7 +146,7 @@ class MemoriesView(APIView):
     )
     @idempotent
     def post(self, request: Request) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         payload = _valid(MemoryWriteIn, request.data)
         outcome = services.memory_write(
             principal=principal,
@@ -186,7 +167,7 @@ class MemoryDetailView(APIView):
         responses={200: MemoryEntryOut},
     )
     def get(self, request: Request, entry_id: uuid.UUID) -> Response:
-        principal, member = _acting(request, request.query_params)
+        principal, member = acting_for(request, user_id_in(request.query_params))
         _valid(UserIdIn, request.query_params)
         entry = selectors.memory_get(principal=principal, member=member, entry_id=entry_id)
         return Response(_entry(entry, member))
@@ -199,7 +180,7 @@ class MemoryDetailView(APIView):
     )
     @idempotent
     def patch(self, request: Request, entry_id: uuid.UUID) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         payload = _valid(MemoryCorrectIn, request.data)
         outcome = services.memory_correct(
             principal=principal,
@@ -216,7 +197,7 @@ def _entry_action(
     request: Request, entry_id: uuid.UUID, service: Callable[..., services.WriteOutcome]
 ) -> Response:
     """An action on one entry that needs nothing but the governance context."""
-    principal, member = _acting(request, request.data)
+    principal, member = acting_for(request, user_id_in(request.data))
     payload = _valid(GovernedIn, request.data)
     outcome = service(
         principal=principal,
@@ -238,7 +219,7 @@ class MemoryHistoryView(APIView):
         },
     )
     def get(self, request: Request, entry_id: uuid.UUID) -> Response:
-        principal, member = _acting(request, request.query_params)
+        principal, member = acting_for(request, user_id_in(request.query_params))
         _valid(UserIdIn, request.query_params)
         rows = selectors.memory_history(principal=principal, member=member, entry_id=entry_id)
         return Response({"revisions": [entry_contract(e, member=member) for e in rows]})
@@ -253,7 +234,7 @@ class MemoryForgetView(APIView):
     )
     @idempotent
     def post(self, request: Request, entry_id: uuid.UUID) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         payload = _valid(GovernedIn, request.data)
         tombstone = services.memory_forget(
             principal=principal,
@@ -280,7 +261,7 @@ class MemoryPauseView(APIView):
     )
     @idempotent
     def post(self, request: Request, entry_id: uuid.UUID) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         payload = _valid(MemoryPauseIn, request.data)
         outcome = services.memory_pause(
             principal=principal,
@@ -330,7 +311,7 @@ class MemoryScopeView(APIView):
     )
     @idempotent
     def post(self, request: Request, entry_id: uuid.UUID) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         payload = _valid(MemoryScopeIn, request.data)
         kind, identifiers = payload.validated_data["scope"]
         outcome = services.memory_change_scope(
@@ -368,7 +349,7 @@ class ConflictAnswerView(APIView):
     )
     @idempotent
     def post(self, request: Request, conflict_id: uuid.UUID) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         payload = _valid(ConflictAnswerIn, request.data)
         data = payload.validated_data
         outcome = services.memory_conflict_answer(
@@ -400,7 +381,7 @@ class ActorsForgetView(APIView):
     )
     @idempotent
     def post(self, request: Request) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         payload = _valid(ActorsForgetIn, request.data)
         data = payload.validated_data
         result = services.actors_forget(
@@ -429,7 +410,7 @@ class OffTheRecordView(APIView):
         responses={200: OffTheRecordOut},
     )
     def get(self, request: Request) -> Response:
-        principal, member = _acting(request, request.query_params)
+        principal, member = acting_for(request, user_id_in(request.query_params))
         data = _valid(OffTheRecordIn, request.query_params).validated_data
         surface = data.get("surface") or principal.surface
         row = selectors.off_the_record_for(
@@ -447,7 +428,7 @@ class OffTheRecordView(APIView):
     )
     @idempotent
     def post(self, request: Request) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         payload = _valid(OffTheRecordIn, request.data)
         data = payload.validated_data
         row = services.off_the_record_set(
@@ -472,7 +453,7 @@ class OffTheRecordView(APIView):
     )
     @idempotent
     def delete(self, request: Request) -> Response:
-        principal, member = _acting(request, request.query_params)
+        principal, member = acting_for(request, user_id_in(request.query_params))
         payload = _valid(OffTheRecordIn, request.query_params)
         data = payload.validated_data
         services.off_the_record_set(

@@ -16,31 +16,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from consent.enums import SURFACES
-from governance.errors import NotFound, ValidationFailed
+from governance.acting import acting_for, user_id_in
+from governance.errors import invalid
 from governance.idempotency import idempotent
 from governance.models import User
-from governance.principal import Principal, principal_of
-from governance.selectors import member_for
 from memory.continuity import conf, rules, selectors, services
 from memory.continuity.models import ContinuationToken
 
 TAG = "continuity"
-
-
-def _acting(request: Request, data: Any) -> tuple[Principal, User]:
-    principal = principal_of(request.user)
-    user_id = data.get("userId") if hasattr(data, "get") else None
-    if user_id is not None and not isinstance(user_id, str):
-        raise ValidationFailed("userId must be a UUID string.", field="userId", rule="wrong-type")
-    if principal.kind == "surface" and not user_id:
-        raise ValidationFailed(
-            "A surface names the member it acts for.", field="userId", rule="required"
-        )
-    if principal.kind not in {"surface", "member"}:
-        raise NotFound("No such member.")
-    member = member_for(principal, user_id)
-    request.idempotency_subject = member.public_id  # type: ignore[attr-defined]
-    return principal, member
 
 
 def _iso(value: Any) -> str:
@@ -122,18 +105,13 @@ class ContinuationTokensView(APIView):
         },
     )
     def get(self, request: Request) -> Response:
-        principal, member = _acting(request, request.query_params)
+        principal, member = acting_for(request, user_id_in(request.query_params))
         try:
             surface, limit = rules.parse_read_query(
                 request.query_params, limit_max=conf.read_limit_max()
             )
         except rules.RuleViolation as violation:
-            raise ValidationFailed(
-                violation.message,
-                field=violation.field,
-                rule=violation.rule,
-                allowed=violation.allowed,
-            ) from None
+            raise invalid(violation) from None
         recent = selectors.continuation_tokens_recent(
             principal=principal, member=member, surface=surface, limit=limit
         )
@@ -151,7 +129,7 @@ class ContinuationTokensView(APIView):
     )
     @idempotent
     def post(self, request: Request) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         result = services.continuation_token_write(
             principal=principal, member=member, payload=request.data
         )
@@ -183,6 +161,6 @@ class ContinuationTokensView(APIView):
         description="Forget every continuation token of the member (all devices, all surfaces).",
     )
     def delete(self, request: Request) -> Response:
-        principal, member = _acting(request, request.query_params)
+        principal, member = acting_for(request, user_id_in(request.query_params))
         deleted = services.continuation_tokens_forget(principal=principal, member=member)
         return Response({"deleted": deleted})

@@ -24,8 +24,9 @@ from enum import StrEnum
 from typing import Any
 
 from consent.enums import SENSITIVE_CATEGORIES, SURFACES
+from governance.rules import RuleError
 from governance.text import TextRuleError, check_instant, safe_field_name
-from memory.enums import ScopeKind
+from memory.rules.scopes import ScopeRuleError, parse_scope_key
 
 # -- vocabulary ----------------------------------------------------------------------------
 
@@ -121,17 +122,14 @@ _SCOPE_KEY = re.compile(r"^[a-z][a-z-]*(:[A-Za-z0-9._~@+=-]+)*$")
 # -- errors --------------------------------------------------------------------------------
 
 
-class RuleViolation(ValueError):
-    """One broken rule: the field (dotted path), a stable rule code and a message."""
+class RuleViolation(RuleError):
+    """One broken rule of a continuation token: the field (dotted path), a stable rule code
+    and a message."""
 
     def __init__(
         self, field: str, rule: str, message: str, allowed: Iterable[str] | None = None
     ) -> None:
-        super().__init__(message)
-        self.field = field
-        self.rule = rule
-        self.message = message
-        self.allowed = list(allowed) if allowed is not None else None
+        super().__init__(field, rule, message, allowed)
 
 
 # -- the contract --------------------------------------------------------------------------
@@ -298,8 +296,16 @@ def _scope_key(value: Any) -> str:
         raise RuleViolation(
             "scopeKey", "invalid", "scopeKey is its kind and identifiers, colon-joined."
         )
-    kind = value.split(":", 1)[0]
-    _choice(kind, [k.value for k in ScopeKind], "scopeKey")
+    try:
+        parse_scope_key(value)
+    except ScopeRuleError as exc:
+        if exc.rule == "unknown-kind":
+            raise RuleViolation(
+                "scopeKey", "invalid_choice", "scopeKey is not an allowed kind.", exc.allowed
+            ) from None
+        raise RuleViolation(
+            "scopeKey", "invalid", "scopeKey is its kind and identifiers, colon-joined."
+        ) from None
     return value
 
 

@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance.audit import audit_record
-from governance.errors import NotFound, ValidationFailed
+from governance.errors import NotFound, invalid
 from governance.models import JobRun, User
 from governance.pipeline import (
     Check,
@@ -62,12 +62,6 @@ class ContinuityGate(Check):
                 "The member switched sync between devices off.",
             )
         return None
-
-
-def _invalid(violation: rules.RuleViolation) -> ValidationFailed:
-    return ValidationFailed(
-        violation.message, field=violation.field, rule=violation.rule, allowed=violation.allowed
-    )
 
 
 def _govern(
@@ -165,14 +159,14 @@ def continuation_token_write(
     try:
         draft = rules.parse_token(payload)
     except rules.RuleViolation as violation:
-        raise _invalid(violation) from None
+        raise invalid(violation) from None
     if draft.user_id != member.public_id:
         raise NotFound("No such member.")
     if draft.sensitive_categories:
         try:
             rules.check_cross_device_consent(draft, current_cross_device_grant(member))
         except rules.RuleViolation as violation:
-            raise _invalid(violation) from None
+            raise invalid(violation) from None
     decided = _govern(
         "memory.continuation.write",
         principal,
@@ -326,6 +320,7 @@ def continuation_tokens_expire(
     batch = batch_size or conf.expiry_batch()
     cutoff = rules.expiry_cutoff(now, conf.token_ttl())
     principal = Principal.system("continuity-expiry", tenant_id=tenant_id)
+    decided: list[dict[str, Any]] = []
     govern(
         Hook.PRE_WRITE,
         Operation(
@@ -334,8 +329,11 @@ def continuation_tokens_expire(
             principal=principal,
             tenant_id=tenant_id,
         ),
+        pending=decided,
     )
-    run = JobRun.objects.create(job=EXPIRY_JOB, tenant_id=tenant_id, started_at=now)
+    with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with the run it started
+        run = JobRun.objects.create(job=EXPIRY_JOB, tenant_id=tenant_id, started_at=now)
     deleted = batches = 0
     try:
         for _ in range(max_batches):

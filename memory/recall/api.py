@@ -13,8 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from governance.acting import acting_for, user_id_in
 from governance.fields import EnumField, IdentifierField, SharedFieldsInput, StrictInput
-from memory.api import _acting, _valid
+from memory.api import _valid
 from memory.enums import RecallSurface, ScopeKind
 from memory.recall import pipeline as recall
 from memory.recall import service as recall_service
@@ -91,7 +92,7 @@ class RecallOut(serializers.Serializer):
 class RecallView(APIView):
     @extend_schema(tags=[TAG], operation_id="recall", request=RecallIn, responses={200: RecallOut})
     def post(self, request: Request) -> Response:
-        principal, member = _acting(request, request.data)
+        principal, member = acting_for(request, user_id_in(request.data))
         data = _valid(RecallIn, request.data).validated_data
         scope = dict(data.get("scope") or {})
         kind = scope.pop("kind", None)

@@ -410,18 +410,6 @@ def max_possible_score(candidate: Candidate, now: datetime) -> float:
 # Scopes
 
 
-scope_key_of = scopes.key_from
-
-
-def parse_scope_key(kind: ScopeKind | str, key: str) -> dict[str, str]:
-    """The identifiers of a scope key of `kind` (`scene:<userId>:<sessionId>:<sceneId>`);
-    ValueError (a `ScopeRuleError`) for anything `memory.rules.scopes` would not have built."""
-    parsed_kind, identifiers = scopes.parse_scope_key(key)
-    if parsed_kind is not ScopeKind(kind):
-        raise scopes.ScopeRuleError("scopeKey", "kind-mismatch")
-    return identifiers
-
-
 def reachable_scope_keys(request: RecallRequest) -> dict[str, ScopeKind]:
     """Every scope key the request may read, mapped to its kind.
 
@@ -429,7 +417,7 @@ def reachable_scope_keys(request: RecallRequest) -> dict[str, ScopeKind]:
     filter on exactly these keys.
     """
     kind = ScopeKind(request.scope_kind)
-    identifiers = parse_scope_key(kind, request.scope_key)
+    _, identifiers = scopes.parse_scope_key(request.scope_key, kind)
     if identifiers["userId"] != request.user_id:
         raise ValueError("scope key names another member")
     if identifiers.setdefault("tenantId", request.tenant_id) != request.tenant_id:
@@ -437,7 +425,7 @@ def reachable_scope_keys(request: RecallRequest) -> dict[str, ScopeKind]:
     kinds = scopes.reachable_kinds(
         kind, tenant_policy_allows=request.tenant_policy_allows_notebook_tenant
     )
-    return {scope_key_of(k, identifiers): k for k in sorted(kinds)}
+    return {scopes.key_from(k, identifiers): k for k in sorted(kinds)}
 
 
 def _key_tenant(scope_key: str) -> str:

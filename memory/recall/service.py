@@ -63,6 +63,7 @@ from memory.recall import pipeline as recall
 from memory.recall import snapshot as recall_snapshot
 from memory.recall.models import MemoryEmbedding, RecallEvent
 from memory.recall.ranking import embedding, semantic
+from memory.rules import scopes
 from memory.selectors import surface_adapter_scopes
 
 AUDIT_ACTION = "memory.recall.resolved"
@@ -115,9 +116,9 @@ class RecallAsk:
 def _scope_key(ask: RecallAsk, member: User) -> tuple[str, str]:
     user_id = str(member.public_id)
     if ask.scope_key:
-        kind = ask.scope_key.split(":", 1)[0]
         try:
-            identifiers = recall.parse_scope_key(kind, ask.scope_key)
+            parsed_kind, identifiers = scopes.parse_scope_key(ask.scope_key)
+            kind = parsed_kind.value
         except ValueError:
             raise ValidationFailed(
                 "scopeKey is not a valid scope key.", field="scopeKey", rule="format"
@@ -134,8 +135,8 @@ def _scope_key(ask: RecallAsk, member: User) -> tuple[str, str]:
             identifiers.setdefault("tenantId", str(member.tenant_id))
         try:
             kind = ScopeKind(ask.scope_kind).value
-            key = recall.scope_key_of(kind, identifiers)
-            recall.parse_scope_key(kind, key)
+            key = scopes.key_from(kind, identifiers)
+            scopes.parse_scope_key(key)
         except (ValueError, KeyError):
             raise ValidationFailed(
                 "scope is missing an identifier or names an unknown kind.",

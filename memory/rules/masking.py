@@ -15,6 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TypeVar
 
+from governance.rules import RuleError
 from memory.enums import RecallSurface
 
 ACTOR_HANDLE_PREFIX = "actor_"
@@ -25,16 +26,8 @@ RELATIONSHIP_NOTE_MAX_LENGTH = 500
 # Domain separation so a namespace key can never collide with another use of the master key.
 
 
-class MultiActorRuleError(ValueError):
+class MultiActorRuleError(RuleError):
     """A multi-actor reference breaks the contract; `field` is the wire name."""
-
-    code = "invalid-multi-actor"
-    status_code = 400
-
-    def __init__(self, field: str, rule: str) -> None:
-        super().__init__(f"{field}: {rule}")
-        self.field = field
-        self.rule = rule
 
 
 def normalise_actor_name(name: str) -> str:

@@ -12,28 +12,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from governance.rules import RuleError
 from memory.enums import SCOPE_IDENTIFIERS, ScopeKind
 
 SEPARATOR = ":"
 
 
-class ScopeRuleError(ValueError):
+class ScopeRuleError(RuleError):
     """A scope or its identifiers break the contract; `field` names the culprit (wire name)."""
-
-    code = "invalid-scope"
-    status_code = 400
-
-    def __init__(self, field: str, rule: str) -> None:
-        super().__init__(f"{field}: {rule}")
-        self.field = field
-        self.rule = rule
 
 
 def _kind(kind: ScopeKind | str) -> ScopeKind:
     try:
         return ScopeKind(kind)
     except ValueError:
-        raise ScopeRuleError("kind", "unknown-kind") from None
+        raise ScopeRuleError("kind", "unknown-kind", allowed=[k.value for k in ScopeKind]) from None
 
 
 def validate_scope(kind: ScopeKind | str, identifiers: Mapping[str, str]) -> ScopeKind:
@@ -76,12 +69,17 @@ def key_from(kind: ScopeKind | str, identifiers: Mapping[str, str]) -> str:
     return SEPARATOR.join(parts)
 
 
-def parse_scope_key(key: str) -> tuple[ScopeKind, dict[str, str]]:
-    """The inverse of `build_scope_key`; refuses anything it would not have built."""
+def parse_scope_key(
+    key: str, kind: ScopeKind | str | None = None
+) -> tuple[ScopeKind, dict[str, str]]:
+    """The inverse of `build_scope_key`; refuses anything it would not have built, and a
+    key of another kind than `kind` when one is expected."""
     if not isinstance(key, str) or not key:
         raise ScopeRuleError("scopeKey", "malformed")
     kind_text, *values = key.split(SEPARATOR)
     scope_kind = _kind(kind_text)
+    if kind is not None and scope_kind is not _kind(kind):
+        raise ScopeRuleError("scopeKey", "kind-mismatch")
     names = SCOPE_IDENTIFIERS[scope_kind]
     if len(values) != len(names):
         raise ScopeRuleError("scopeKey", "malformed")

@@ -31,7 +31,15 @@ from memory.rules.masking import (
     normalise_actor_name,
     validate_actor_handle,
 )
-from memory.services.common import _audit, _govern, _handle_of, _invalid, _lock_member, _tombstone
+from memory.services.common import (
+    _audit,
+    _govern,
+    _handle_of,
+    _invalid,
+    _lock_member,
+    _operation,
+    _tombstone,
+)
 from memory.services.types import ACTOR_NAME_MAX_LENGTH, ActorsForgetResult
 
 # ------------------------------------------------------------------------- multi-actor
@@ -104,8 +112,7 @@ def actors_forget(
         # name always has a handle and the call can be approved and resumed by handle.
         with transaction.atomic():
             handle = _handle_of(member, name, create=True) or ""
-    op = _govern(
-        Hook.PRE_DESTRUCTIVE,
+    op = _operation(
         name="memory.actors_forget",
         effect=Effect.DESTRUCTIVE,
         principal=principal,

@@ -24,7 +24,7 @@ from consent.policy import blueprint
 from consent.selectors import consent_overview
 from governance import keys, plainsql
 from governance.audit import audit_record
-from governance.errors import Conflict, NotFound, ValidationFailed
+from governance.errors import Conflict, NotFound, ValidationFailed, invalid
 from governance.idempotency import forget_subject
 from governance.models import User
 from governance.pipeline import (
@@ -42,7 +42,6 @@ from memory import selectors
 from memory.enums import (
     ADAPTER_TO_CANONICAL,
     CANONICAL_DEFAULT_ADAPTER,
-    SCOPE_IDENTIFIERS,
     Lifecycle,
     Origin,
     ProvenanceKind,
@@ -77,7 +76,7 @@ from memory.rules.masking import (
 from memory.rules.promotion import (
     PromotionDecision,
 )
-from memory.rules.scopes import ScopeRuleError, validate_scope
+from memory.rules.scopes import ScopeRuleError, key_from, validate_scope
 from memory.selectors import conflict_fingerprint as _conflict_fingerprint
 from memory.selectors import text_fingerprint, value_fingerprint
 from memory.services.types import (
@@ -198,8 +197,7 @@ def _snapshot(consents: _ConsentView, category: str) -> list[dict[str, Any]]:
 GOVERNANCE_CONTEXT_KEYS = frozenset({"run_id", "approval_id", "can_pause", "side_effect_id"})
 
 
-def _govern(
-    hook: Hook,
+def _operation(
     *,
     name: str,
     effect: Effect,
@@ -211,10 +209,8 @@ def _govern(
     attributes: Mapping[str, Any] | None = None,
     text: str | None = None,
     texts: Mapping[str, str] | None = None,
-    pending: list[dict[str, Any]] | None = None,
 ) -> Operation:
-    """Ask the kernel (outside any transaction); returns the allowed operation. With
-    `pending`, an allow is queued there for `record_pending` in the caller's transaction.
+    """The operation the kernel is asked about, for this member.
 
     `arguments` are what the call needs to be issued again (ids and codes only): with
     `subject_ids` they make its fingerprint for approvals, the ledger and loop detection.
@@ -223,7 +219,7 @@ def _govern(
     merged.update(attributes or {})
     if arguments is not None:
         merged["arguments"] = dict(arguments)
-    op = Operation(
+    return Operation(
         name=name,
         effect=effect,
         principal=principal,
@@ -234,6 +230,13 @@ def _govern(
         text=text,
         texts=texts or {},
     )
+
+
+def _govern(hook: Hook, *, pending: list[dict[str, Any]] | None = None, **fields: Any) -> Operation:
+    """Ask the kernel (outside any transaction) about `_operation(**fields)`; returns the
+    allowed operation. The allow is queued in `pending` for `record_pending` in the
+    caller's transaction, so that it commits with what it allowed."""
+    op = _operation(**fields)
     govern(hook, op, pending=pending)
     return op
 
@@ -309,10 +312,11 @@ def _validated_scope(
     try:
         scope_kind = validate_scope(kind, identifiers)
     except ScopeRuleError as exc:
-        allowed = [k.value for k in ScopeKind] if exc.field == "kind" else None
-        rule = "invalid_choice" if exc.rule == "unknown-kind" else exc.rule
-        raise _invalid(
-            f"scope.{exc.field}", rule, f"scope.{exc.field}: {exc.rule}", allowed
+        raise invalid(
+            exc,
+            field=f"scope.{exc.field}",
+            rule="invalid_choice" if exc.rule == "unknown-kind" else None,
+            detail=f"scope.{exc.field}: {exc.rule}",
         ) from None
     clean: dict[str, str] = {}
     for name, value in identifiers.items():
@@ -346,12 +350,7 @@ def _validated_scope(
                 "scope.operatorId", "unknown-operator", "scope.operatorId is not an operator here."
             )
         clean["operatorId"] = str(operator)
-    key = ":".join([scope_kind.value, *(clean[name] for name in _identifier_order(scope_kind))])
-    return scope_kind, clean, key
-
-
-def _identifier_order(kind: ScopeKind) -> tuple[str, ...]:
-    return SCOPE_IDENTIFIERS[kind]
+    return scope_kind, clean, key_from(scope_kind, clean)
 
 
 def _uuid_or_none(value: Any) -> uuid.UUID | None:

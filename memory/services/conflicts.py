@@ -269,6 +269,7 @@ def pending_conflicts_expire(
     for member_id in sorted({c.member_id for c in due}):
         member = next(c.member for c in due if c.member_id == member_id)
         ids = [c.id for c in due if c.member_id == member_id]
+        decided: list[dict[str, Any]] = []
         _govern(
             Hook.PRE_WRITE,
             name="memory.conflicts_expire",
@@ -277,8 +278,10 @@ def pending_conflicts_expire(
             member=member,
             context=None,
             subject_ids=ids,
+            pending=decided,
         )
         with transaction.atomic(durable=True):
+            record_pending(decided)  # the allow commits with what it allowed, or not at all
             count = PendingConflict.objects.filter(id__in=ids, status="open").update(
                 status=PendingConflict.Status.EXPIRED, proposal={}, closed_at=now
             )

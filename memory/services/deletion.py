@@ -18,7 +18,6 @@ from governance.effects import run_destructive
 from governance.models import User
 from governance.pipeline import (
     Effect,
-    Hook,
 )
 from governance.principal import Principal
 from memory.models import (
@@ -31,9 +30,9 @@ from memory.services.common import (
     _audited_category,
     _enum,
     _forget_traces,
-    _govern,
     _invalid,
     _lock_member,
+    _operation,
     _uuid_or_none,
 )
 from memory.services.types import HardDeleteResult
@@ -93,8 +92,7 @@ def memory_hard_delete(
         "reasonCode": reason_code,
         "limit": limit,
     }
-    op = _govern(
-        Hook.PRE_DESTRUCTIVE,
+    op = _operation(
         name="memory.hard_delete",
         effect=Effect.DESTRUCTIVE,
         principal=principal,

@@ -18,7 +18,7 @@ from governance.audit import Actor, audit_record
 from governance.effects import run_destructive
 from governance.kernel_models import Approval
 from governance.models import AuditEvent, SurfaceClient, User
-from governance.pipeline import Effect, HeldForApproval, Hook, Operation, govern
+from governance.pipeline import Effect, HeldForApproval, Operation
 from governance.principal import Principal
 
 # The site's chrome and the approvals pages, whether or not iris_site.urls includes them yet.
@@ -44,7 +44,6 @@ def clear_all(
         member_id=member.public_id,
         attributes={"arguments": {"scope": "all"}, "approval_id": approval_id},
     )
-    govern(Hook.PRE_DESTRUCTIVE, op)
     return run_destructive(op, _clear, member)
 
 

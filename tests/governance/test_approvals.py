@@ -69,7 +69,6 @@ def clear_category(
             "side_effect_id": side_effect_id,
         },
     )
-    govern(Hook.PRE_DESTRUCTIVE, op)
     return run_destructive(op, _clear_in_one_transaction, member, category)
 
 

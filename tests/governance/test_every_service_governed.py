@@ -2,9 +2,10 @@
 pipeline (DESIGN invariant 8: every governed call leaves a decision).
 
 Static: each module is parsed with `ast`; every public module-level function (no leading
-underscore) must call `govern(...)` — under any name it was imported as, or as
-`<module>.govern(...)` — or call a function of the same module (public or private helper)
-that does, transitively. A services module that does not exist yet is skipped, so the test
+underscore) must call `govern(...)` or `governance.effects.run_destructive(...)` (which
+governs) — under any name it was imported as, or as `<module>.govern(...)` — or call a
+function of the same module (public or private helper) that does, transitively. A
+services module that does not exist yet is skipped, so the test
 picks each one up the day it lands.
 
 Dynamic: for each module that exists, one real service is called and the decision it
@@ -68,6 +69,10 @@ def govern_aliases(tree: ast.Module) -> tuple[set[str], set[str]]:
     functions: set[str] = {"govern"}
     modules: set[str] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "governance.effects":
+            for alias in node.names:
+                if alias.name == "run_destructive":  # governs at PRE_DESTRUCTIVE itself
+                    functions.add(alias.asname or alias.name)
         if isinstance(node, ast.ImportFrom) and node.module in PIPELINE_MODULES:
             for alias in node.names:
                 if alias.name == "govern":

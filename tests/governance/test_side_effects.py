@@ -18,7 +18,7 @@ from governance.audit import Actor, audit_record
 from governance.effects import run_destructive, run_write, side_effect, side_effects_resume
 from governance.kernel_models import SideEffect
 from governance.models import AuditEvent, User
-from governance.pipeline import Check, Decision, Denied, Effect, Hook, Operation, Verdict, govern
+from governance.pipeline import Check, Decision, Denied, Effect, Hook, Operation, Verdict
 from governance.principal import Principal
 
 HARD_DELETED = "iris.test.memory_hard_deleted"
@@ -58,7 +58,6 @@ def _delete(member: User) -> dict[str, int]:
 
 def hard_delete(principal: Principal, member: User, **attributes: Any) -> dict[str, int]:
     op = destructive_op(principal, member, **attributes)
-    govern(Hook.PRE_DESTRUCTIVE, op)
     return run_destructive(op, _delete, member)
 
 
@@ -91,7 +90,6 @@ def test_the_row_is_committed_before_the_call_runs(member) -> None:
         return _delete(member)
 
     op = destructive_op(job(member), member)
-    govern(Hook.PRE_DESTRUCTIVE, op)
     assert run_destructive(op, body, member) == {"revisions": 2}
     assert seen == [("pending", False)]  # written, and no transaction left open around it
     row = SideEffect.objects.get()
@@ -99,6 +97,8 @@ def test_the_row_is_committed_before_the_call_runs(member) -> None:
     assert row.operation == "memory.hard_delete" and row.arguments == {"entryId": "entry-1"}
     assert row.finished_at >= row.started_at
     assert row.tenant_id == member.tenant_id and row.member_public_id == member.public_id
+    allow = AuditEvent.objects.get(action="iris.governance.decision.allow")
+    assert allow.payload["hook"] == "pre_destructive"  # asked once, by run_destructive
 
 
 @pytest.mark.django_db
@@ -117,6 +117,8 @@ def test_a_call_whose_row_cannot_be_written_does_not_run(member, monkeypatch, ho
     assert deleted(member) == 0
     refusal = AuditEvent.objects.filter(action="iris.governance.decision.deny").get()
     assert refusal.reason_code == "side-effect-ledger-unavailable"
+    # The pipeline had allowed it; that allow rolled back with the row it came with.
+    assert not AuditEvent.objects.filter(action="iris.governance.decision.allow").exists()
     assert refusal.payload["decisions"] == [
         {
             "check": "side-effect-ledger",
@@ -234,7 +236,6 @@ def crash_mid_call(member: User) -> SideEffect:
 
 def hard_delete_with(func: Any, member: User) -> Any:
     op = destructive_op(job(member), member)
-    govern(Hook.PRE_DESTRUCTIVE, op)
     return run_destructive(op, func, member)
 
 

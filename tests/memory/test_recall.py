@@ -39,10 +39,10 @@ from memory.recall.pipeline import (
     reachable_scope_keys,
     resolve,
     rfc3339,
-    scope_key_of,
     score_without_semantic,
     to_wire,
 )
+from memory.rules.scopes import key_from
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 TENANT = "t-1"
@@ -414,8 +414,8 @@ EXPECTED_REACH: dict[str, set[str]] = {
 @pytest.mark.parametrize("row_kind", list(ScopeKind))
 @pytest.mark.parametrize("request_kind", list(ScopeKind))
 def test_scope_reachability_table(request_kind: ScopeKind, row_kind: ScopeKind) -> None:
-    row = candidate(scope_kind=row_kind, scope_key=scope_key_of(row_kind, IDS))
-    req = request(scope_kind=request_kind, scope_key=scope_key_of(request_kind, IDS))
+    row = candidate(scope_kind=row_kind, scope_key=key_from(row_kind, IDS))
+    req = request(scope_kind=request_kind, scope_key=key_from(request_kind, IDS))
     result = resolve([row], req)
     if row_kind.value in EXPECTED_REACH[request_kind.value]:
         assert returned(result) == ["e-1"]
@@ -440,7 +440,7 @@ def test_notebook_reaches_the_members_tenant_memory_only_under_tenant_policy() -
 
 
 def test_reachable_scope_keys_are_the_members_own() -> None:
-    req = request(scope_kind=ScopeKind.POSE, scope_key=scope_key_of(ScopeKind.POSE, IDS))
+    req = request(scope_kind=ScopeKind.POSE, scope_key=key_from(ScopeKind.POSE, IDS))
     assert reachable_scope_keys(req) == {
         f"pose:{MEMBER}:s-1:sc-1:p-1": ScopeKind.POSE,
         f"scene:{MEMBER}:s-1:sc-1": ScopeKind.SCENE,
