@@ -32,6 +32,11 @@ during the run (conversation and bursts) come from the same generator, after the
 only questions none of them answers are asked, so the labels stay exact while the new
 memories compete as near-duplicates (and with fresher timestamps).
 
+Beside each live figure, a control: the same questions through the pure `resolve`
+in-process over the same memories, recency, usage and origin equal and nothing bumped
+(`recall_quality`'s recall pass; `--no-control` skips it). The gap between the two is
+what live use costs.
+
 Which worker answered: the app sends no such header, so gunicorn's access log (a server
 flag, not app code) records each request's `X-Bench-Request` tag and the worker's pid. The
 first recall each pid served in the stream is that worker's first recall: it builds the
@@ -59,6 +64,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -131,12 +137,12 @@ def quality(
     k: int = K,
 ) -> dict[str, float | None]:
     """hit@k and nDCG@k over questions answered by memory ids; an unanswered question (None:
-    a timeout or an error) is a miss."""
+    a timeout or an error), or one whose relevant memories were not written, is a miss."""
     if not answers:
         return {f"hit@{k}": None, f"ndcg@{k}": None}
     hits = ndcg = 0.0
     for ids, wanted in zip(answers, relevant, strict=True):
-        if ids is None:
+        if ids is None or not wanted:
             continue
         # metrics() ranks integers: give each returned id its place in `wanted`, or a
         # number no relevant memory has.
@@ -201,6 +207,32 @@ def plan(size: int, questions: int, extra: int) -> tuple[list[labelled.Memory], 
         if len(out) == wanted:
             return memories, out
     raise SystemExit(f"only {len(out)} usable questions at {size}; ask for fewer")
+
+
+def control(
+    memories: Sequence[labelled.Memory], asked: Sequence[Question], ranker: str
+) -> list[list[str]]:
+    """The same questions through the pure `resolve` in-process, every memory's recency,
+    usage and origin equal and nothing bumped (`recall_quality`'s recall pass): the
+    flattering figure, beside which the live one is read. Answers are entry ids."""
+    from memory.recall.ranking import embedding, semantic
+
+    candidates = labelled.candidates_of(memories)
+    name = RANKERS[ranker]
+    corpus = labelled.Bm25Index((m.entry_id, m.text) for m in memories)
+    prepare = semantic.semantic_for(name)
+    vectors = None
+    if name == "hybrid":
+        encoder = embedding.default_encoder()
+        matrix, _ = labelled.set_embeddings(encoder, [m.text for m in memories])
+        vectors = semantic.VectorIndex([m.entry_id for m in memories], matrix)
+        prepare = partial(semantic.hybrid, encoder=encoder)
+    out = []
+    for q in asked:
+        fn = prepare(q.text, candidates, corpus=corpus, vectors=vectors)
+        result = labelled.resolve(candidates, labelled.recall_request(q.text), semantic=fn)
+        out.append([e.candidate.entry_id for e in result.entries])
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -483,6 +515,9 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
     memories, questions = plan(size, args.questions + args.bursts, extra)
     asked, after_burst = questions[: args.questions], questions[args.questions :]
     fresh = iter(memories[size:])
+    control_answers: list[list[str]] | None = None
+    if not args.no_control:
+        control_answers = control(memories[:size], asked, args.ranker)
 
     env = server_env(args, var_dir)
     recreate_database(args.database_url)
@@ -563,6 +598,7 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
     stream_pids = {pids[t] for t in order if t in pids}
     wanted = [frozenset(ids[m] for m in q.relevant if m in ids) for q in asked]
     latencies = list(recall_s.values())
+    none = sum(a is None for a in answers)
     floor_p95 = percentile(floor_s, 95)
     first_worst = max(first.values()) if first else None
     burst_done = [s for s in burst_first if s is not None]
@@ -581,6 +617,10 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
         "quarters": [
             quality([answers[i] for i in r], [wanted[i] for i in r]) for r in quarters(len(asked))
         ],
+        "answered_entries_mean": round(
+            sum(len(a) for a in answers if a is not None) / max(1, len(answers) - none), 2
+        ),
+        **control_figures(control_answers, asked, memories),
         "recall_p50_ms": ms(percentile(latencies, 50)),
         "recall_p95_ms": ms(percentile(latencies, 95)),
         "recall_p99_ms": ms(percentile(latencies, 99)),
@@ -608,9 +648,26 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
     return record
 
 
+def control_figures(
+    answers: list[list[str]] | None, asked: Sequence[Question], memories: Sequence[labelled.Memory]
+) -> dict[str, Any]:
+    if answers is None:
+        return {}
+    wanted = [frozenset(memories[i].entry_id for i in q.relevant) for q in asked]
+    overall = quality(answers, wanted)
+    return {
+        f"control_hit@{K}": overall[f"hit@{K}"],
+        f"control_ndcg@{K}": overall[f"ndcg@{K}"],
+        "control_quarters": [
+            quality([answers[i] for i in r], [wanted[i] for i in r]) for r in quarters(len(asked))
+        ],
+    }
+
+
 def table(records: Sequence[dict[str, Any]]) -> str:
     head = (
         f"{'size':>6} {'mode':<12} {'w/s':>6} {'w p50/p95':>12} {'hit@12':>6} {'nDCG':>6} "
+        f"{'control':>7} "
         f"{'hit@12 by quarter':<24} {'p50/p95/p99 ms':>20} {'floor p95':>9} {'p95/fl':>6} "
         f"{'1st/worker ms':<28} {'after burst':<18} errors"
     )
@@ -626,7 +683,8 @@ def table(records: Sequence[dict[str, Any]]) -> str:
         lines.append(
             f"{r['size']:>6} {r['mode']:<12} {f(r['writes_per_second']):>6} "
             f"{f(r['write_p50_ms']) + '/' + f(r['write_p95_ms']):>12} "
-            f"{f(r[f'hit@{K}']):>6} {f(r[f'ndcg@{K}']):>6} {by_quarter:<24} "
+            f"{f(r[f'hit@{K}']):>6} {f(r[f'ndcg@{K}']):>6} {f(r.get(f'control_hit@{K}')):>7} "
+            f"{by_quarter:<24} "
             f"{'/'.join(f(r[k]) for k in ('recall_p50_ms', 'recall_p95_ms', 'recall_p99_ms')):>20} "
             f"{f(r['floor_p95_ms']):>9} {f(r['p95_over_floor_p95']):>6} {firsts:<28} "
             f"{' '.join(f(v) for v in r['after_burst_first_recall_ms']):<18} "
@@ -650,6 +708,9 @@ def main() -> None:
     parser.add_argument("--burst-size", type=int, default=40)
     parser.add_argument("--start-timeout", type=float, default=120.0)
     parser.add_argument("--keep-database", action="store_true")
+    parser.add_argument(
+        "--no-control", action="store_true", help="skip the in-process equal-usage control"
+    )
     parser.add_argument("--quick", action="store_true", help="300 memories, 40 questions")
     args = parser.parse_args()
     if args.quick:
