@@ -36,6 +36,7 @@ class RecallIn(StrictInput, SharedFieldsInput, serializers.Serializer):
         child=serializers.CharField(max_length=64), required=False, max_length=64
     )
     limit = serializers.IntegerField(required=False, min_value=0, max_value=50)
+    # Omitted: the surface client's registered tier. Given: it may only narrow it.
     destinationTier = EnumField(["local", "cloud"], required=False)
     runId = serializers.UUIDField(required=False)
 
@@ -64,6 +65,17 @@ class RecallView(APIView):
                 {
                     "entries": serializers.ListField(child=serializers.DictField()),
                     "auditEnvelope": serializers.DictField(),
+                    "destinationTier": serializers.ChoiceField(
+                        ["local", "cloud"],
+                        help_text="The tier the answer went to: the surface client's "
+                        "registered tier, or the narrower one the request asked for.",
+                    ),
+                    "withheldByTier": serializers.IntegerField(
+                        min_value=0,
+                        help_text="Entries withheld because their class may not reach the "
+                        "destination tier (counted by reason in "
+                        "auditEnvelope.suppressionCounts, the egress-* codes).",
+                    ),
                 },
             )
         },
