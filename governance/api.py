@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import connection
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -10,6 +12,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from governance.doctor import health_notes
 
 
 def service_status() -> dict[str, str]:
@@ -31,8 +35,22 @@ def service_status() -> dict[str, str]:
     return status
 
 
+class RecallRankingNote(serializers.Serializer):
+    ranker = serializers.ChoiceField(
+        ["hybrid", "lexical", "jaccard"], help_text="The ranker recall uses now."
+    )
+    configuredRanker = serializers.CharField(help_text="The ranker the deployment asks for.")
+    fallback = serializers.BooleanField(
+        help_text="True when recall does not use the configured ranker (the embedding model "
+        "cannot load, so BM25 ranks instead)."
+    )
+    detail = serializers.CharField(help_text="The same, in plain words.")
+
+
 class HealthView(APIView):
-    """Liveness and readiness for a load balancer: reveals nothing but up or down."""
+    """Liveness and readiness for a load balancer: up or down, and the apps' health notes
+    (which ranker recall uses). A note never makes the answer 503: a node that ranks with
+    BM25 because its model is missing still answers."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -40,12 +58,17 @@ class HealthView(APIView):
 
     @extend_schema(
         responses=inline_serializer(
-            "Health", {"status": serializers.CharField(), "checks": serializers.DictField()}
+            "Health",
+            {
+                "status": serializers.CharField(),
+                "checks": serializers.DictField(),
+                "recall": RecallRankingNote(required=False),
+            },
         )
     )
     def get(self, request: Request) -> Response:
         checks = service_status()
         ok = all(v == "ok" for v in checks.values())
-        return Response(
-            {"status": "ok" if ok else "degraded", "checks": checks}, status=200 if ok else 503
-        )
+        body: dict[str, Any] = {"status": "ok" if ok else "degraded", "checks": checks}
+        body.update(health_notes())
+        return Response(body, status=200 if ok else 503)

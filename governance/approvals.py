@@ -392,7 +392,13 @@ def _requester(approval: Approval) -> Principal | None:
         ).first()
         if client is None:
             return None
-        return Principal("surface", client.id, client.tenant_id, surface=client.surface)
+        return Principal(
+            "surface",
+            client.id,
+            client.tenant_id,
+            surface=client.surface,
+            destination_tier=client.destination_tier,
+        )
     if kind in {"member", "operator"}:
         user = User.objects.filter(
             tenant_id=approval.tenant_id, public_id=ident, is_active=True

@@ -58,11 +58,25 @@ class TenantGroupObjectPermission(GroupObjectPermissionBase):
 
 
 class SurfaceClient(models.Model):
-    """An API client for one product surface of one tenant. Only the token's hash is kept."""
+    """An API client for one product surface of one tenant. Only the token's hash is kept.
+
+    `destination_tier` is where the client's model runs, declared when it is registered:
+    what it recalls may go no further than that tier, and a request may only narrow it
+    (docs/decisions/recall.md, "Default ranker and destination tier").
+    """
+
+    class DestinationTier(models.TextChoices):
+        LOCAL = "local"
+        CLOUD = "cloud"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="surface_clients")
     surface = models.CharField(max_length=32)
+    # Cloud unless registered otherwise: the stricter tier, so a client nobody described
+    # receives nothing personal.
+    destination_tier = models.CharField(
+        max_length=8, choices=DestinationTier.choices, default=DestinationTier.CLOUD
+    )
     token_hash = models.CharField(max_length=64, unique=True)
     token_prefix = models.CharField(max_length=12)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -16,6 +16,8 @@ class Principal:
     tenant_id: uuid.UUID | None
     roles: frozenset[str] = field(default_factory=frozenset)
     surface: str | None = None
+    # A surface client's registered tier (where its model runs); None for everyone else.
+    destination_tier: str | None = None
 
     @property
     def actor(self) -> Actor:
@@ -43,7 +45,11 @@ class SurfaceUser:
         self.client = client
         self.pk = client.id
         self.principal = Principal(
-            kind="surface", id=client.id, tenant_id=client.tenant_id, surface=client.surface
+            kind="surface",
+            id=client.id,
+            tenant_id=client.tenant_id,
+            surface=client.surface,
+            destination_tier=client.destination_tier,
         )
 
     def has_perm(self, perm: str, obj: object = None) -> bool:

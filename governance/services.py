@@ -90,15 +90,35 @@ class CreatedSurfaceClient:
     token: str  # shown once; only its hash is stored
 
 
-def surface_client_create(*, actor: Actor, tenant: Tenant, surface: str) -> CreatedSurfaceClient:
+def surface_client_create(
+    *,
+    actor: Actor,
+    tenant: Tenant,
+    surface: str,
+    destination_tier: str = SurfaceClient.DestinationTier.CLOUD,
+) -> CreatedSurfaceClient:
+    """Register a surface client; `destination_tier` is where its model runs (local or
+    cloud), the furthest its recalls may go."""
     if surface not in SURFACES:
         raise ValidationFailed(
             f"Unknown surface {surface!r}.", field="surface", rule="choice", allowed=SURFACES
         )
+    tiers = tuple(SurfaceClient.DestinationTier.values)
+    if destination_tier not in tiers:
+        raise ValidationFailed(
+            f"Unknown destination tier {destination_tier!r}.",
+            field="destinationTier",
+            rule="choice",
+            allowed=tiers,
+        )
     token = new_token()
     with transaction.atomic(durable=True):
         client = SurfaceClient.objects.create(
-            tenant=tenant, surface=surface, token_hash=hash_token(token), token_prefix=token[:12]
+            tenant=tenant,
+            surface=surface,
+            destination_tier=destination_tier,
+            token_hash=hash_token(token),
+            token_prefix=token[:12],
         )
         audit_record(
             actor=actor,
@@ -107,6 +127,7 @@ def surface_client_create(*, actor: Actor, tenant: Tenant, surface: str) -> Crea
             policy_id=POLICY,
             reason_code=surface,
             subject_ids=[client.id],
+            payload={"destinationTier": destination_tier},
         )
     return CreatedSurfaceClient(client=client, token=token)
 

@@ -231,9 +231,10 @@ IRIS_AUDIT_SEAL_INTERVAL = env_float("IRIS_AUDIT_SEAL_INTERVAL", 1.0)
 IRIS_IDEMPOTENCY_TTL_HOURS = env_int("IRIS_IDEMPOTENCY_TTL_HOURS", 24)
 # Longer than any request may run (gunicorn's worker timeout, 30 s by default).
 IRIS_IDEMPOTENCY_LEASE_SECONDS = env_int("IRIS_IDEMPOTENCY_LEASE_SECONDS", 120)
-# Recall's semantic term: jaccard (the spec's default), lexical (BM25) or hybrid (BM25 and the
-# offline MiniLM embedding, part of the install).
-IRIS_RECALL_SEMANTIC = env_str("IRIS_RECALL_SEMANTIC", "jaccard")
+# Recall's semantic term: hybrid (BM25 and the offline MiniLM embedding, part of the install;
+# BM25 alone when the model cannot load, which doctor and /api/v1/health report), lexical
+# (BM25) or jaccard (the spec's token overlap).
+IRIS_RECALL_SEMANTIC = env_str("IRIS_RECALL_SEMANTIC", "hybrid")
 # Seconds a process keeps BM25's collection statistics of one member's gated rows (0: count
 # them on every recall). They weigh the lexical score only; docs/decisions/recall.md.
 IRIS_RECALL_STATS_SECONDS = env_float("IRIS_RECALL_STATS_SECONDS", 30.0)

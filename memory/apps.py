@@ -61,9 +61,10 @@ class MemoryConfig(AppConfig):
         seed(tenant=tenant, member=member)
 
     def ready(self) -> None:
+        from governance.doctor import register_health_note
         from governance.operations import describe_operation, register_resumable
         from governance.pipeline import register, registered_checks
-        from memory import checks  # noqa: F401 - registers memory's doctor checks
+        from memory import checks  # registers memory's doctor checks
         from memory.controls import ControlOwnerGate
         from memory.services import MemoryWriteGate
 
@@ -90,6 +91,8 @@ class MemoryConfig(AppConfig):
         )
         register_resumable("memory.forget", _resume_forget, action="forget a memory")
         describe_operation("memory.correct", "correct a memory")
+        # `/api/v1/health` says which ranker recall uses (BM25 when the model cannot load).
+        register_health_note("recall", checks.recall_ranking_note)
         # A revoked sensitive consent queues the hard-delete cascade (memory/receivers.py).
         from memory import receivers
 

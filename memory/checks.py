@@ -32,3 +32,49 @@ def recall_change_log(
             id="memory.E001",
         )
     ]
+
+
+@checks.register(DOCTOR_TAG)
+def recall_ranking(
+    app_configs: Sequence[Any] | None = None, databases: Sequence[str] | None = None, **_: Any
+) -> list[checks.CheckMessage]:
+    # Only under `doctor` (which names a database): finding out loads the model, which a
+    # plain `manage.py check` or `makemigrations` has no use for.
+    if not databases:
+        return []
+    from memory.recall.service import ranker_state
+
+    state = ranker_state()
+    if not state.fallback:
+        return []
+    return [
+        checks.Warning(
+            f"recall ranking: {state.configured} is configured but the embedding model "
+            f"cannot load ({state.reason}); recall ranks with {state.active} (BM25) until "
+            "it can",
+            hint="Run `make install` (it installs the model), then restart the app.",
+            id="memory.W001",
+        )
+    ]
+
+
+def recall_ranking_note() -> dict[str, Any]:
+    """For `/api/v1/health`: which ranker recall uses, and in plain words whether it is the
+    configured one. The reason itself may name paths on disk: `doctor` gives it."""
+    from memory.recall.service import ranker_state
+
+    state = ranker_state()
+    if state.fallback:
+        detail = (
+            f"Recall is configured for {state.configured} ranking but the embedding model "
+            f"cannot load, so it ranks with {state.active} (BM25) instead. Run "
+            "`manage.py doctor` for the reason."
+        )
+    else:
+        detail = f"Recall ranks with {state.active}, as configured."
+    return {
+        "ranker": state.active,
+        "configuredRanker": state.configured,
+        "fallback": state.fallback,
+        "detail": detail,
+    }

@@ -150,9 +150,23 @@ def make_operator(tenant):
 
 @pytest.fixture
 def surface_token(tenant) -> str:
+    """The tenant's assistant client, registered as running its model locally: the tests
+    that recall through it ask for the local tier, which a cloud client may not."""
     from governance.services import surface_client_create
 
-    return surface_client_create(actor=SYSTEM, tenant=tenant, surface="assistant").token
+    return surface_client_create(
+        actor=SYSTEM, tenant=tenant, surface="assistant", destination_tier="local"
+    ).token
+
+
+@pytest.fixture
+def cloud_surface_token(tenant) -> str:
+    """An assistant client of the tenant whose model runs in the cloud."""
+    from governance.services import surface_client_create
+
+    return surface_client_create(
+        actor=SYSTEM, tenant=tenant, surface="assistant", destination_tier="cloud"
+    ).token
 
 
 @pytest.fixture
@@ -171,6 +185,13 @@ def api() -> APIClient:
 def surface_api(surface_token) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {surface_token}")
+    return client
+
+
+@pytest.fixture
+def cloud_surface_api(cloud_surface_token) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {cloud_surface_token}")
     return client
 
 

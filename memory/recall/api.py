@@ -38,6 +38,7 @@ class RecallIn(StrictInput, SharedFieldsInput, serializers.Serializer):
         child=serializers.CharField(max_length=64), required=False, max_length=64
     )
     limit = serializers.IntegerField(required=False, min_value=0, max_value=50)
+    # Omitted: the surface client's registered tier. Given: it may only narrow it.
     destinationTier = EnumField(["local", "cloud"], required=False)
     runId = serializers.UUIDField(required=False)
 
@@ -87,6 +88,16 @@ class RecallAuditEnvelopeOut(serializers.Serializer):
 class RecallOut(serializers.Serializer):
     entries = RecalledEntryOut(many=True)
     auditEnvelope = RecallAuditEnvelopeOut()  # noqa: N815
+    destinationTier = serializers.ChoiceField(  # noqa: N815
+        ["local", "cloud"],
+        help_text="The tier the answer went to: the surface client's registered tier, or the "
+        "narrower one the request asked for.",
+    )
+    withheldByTier = serializers.IntegerField(  # noqa: N815
+        min_value=0,
+        help_text="Entries withheld because their class may not reach the destination tier "
+        "(counted by reason in auditEnvelope.suppressionCounts, the egress-* codes).",
+    )
 
 
 class RecallView(APIView):

@@ -26,6 +26,7 @@ reached only through the inspection regime, never through this endpoint: 403.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -70,6 +71,8 @@ AUDIT_ACTION = "memory.recall.resolved"
 POLICY_ID = "iris-memory-recall-v1"
 OPERATION = "memory.recall"
 
+logger = logging.getLogger(__name__)
+
 # What this endpoint serves. `admin` belongs to operators under inspection.
 CLIENT_SURFACES: frozenset[str] = frozenset(
     {RecallSurface.ASSISTANT, RecallSurface.SHELL, RecallSurface.NOTEBOOK}
@@ -81,13 +84,61 @@ CLIENT_SURFACES: frozenset[str] = frozenset(
 
 
 def ranker_name() -> str:
+    """The ranker the deployment asks for (`IRIS_RECALL_SEMANTIC`, hybrid when unset)."""
     raw = getattr(settings, semantic.SETTING_NAME, None) or os.environ.get(semantic.SETTING_NAME)
     return (raw or semantic.DEFAULT_RANKER).strip().lower()
 
 
-def ranker() -> tuple[str, semantic.Ranker]:
-    """The configured ranker; fails loudly on an unknown name or hybrid without the model."""
+@dataclass(frozen=True)
+class RankerState:
+    """Which ranker recall uses, and why it is not the configured one when it is not."""
+
+    configured: str
+    active: str
+    # Why the embedding model is not in use, in words an operator can act on; may name
+    # paths on disk, so it goes to `doctor` and the logs, not to anonymous callers.
+    reason: str | None = None
+
+    @property
+    def fallback(self) -> bool:
+        return self.active != self.configured
+
+
+_logged_fallback: set[str] = set()
+
+
+def ranker_state() -> RankerState:
+    """The configured ranker, or BM25 when the configuration asks for hybrid and the
+    embedding model cannot load here. The model is loaded (once per process) to find
+    out, so the answer is the one recall acts on."""
     name = ranker_name()
+    if name != "hybrid":
+        return RankerState(configured=name, active=name)
+    reason: str | None = None
+    if not embedding.ready():
+        reason = embedding.load_failure() or embedding.unavailable_reason() or "no model"
+    else:
+        try:
+            embedding.default_encoder()
+        except embedding.EmbeddingUnavailable as exc:
+            reason = str(exc)
+    if reason is None:
+        return RankerState(configured=name, active=name)
+    if reason not in _logged_fallback:
+        _logged_fallback.add(reason)
+        logger.warning(
+            "recall ranks with %s: %s=hybrid but %s",
+            semantic.FALLBACK_RANKER,
+            semantic.SETTING_NAME,
+            reason,
+        )
+    return RankerState(configured=name, active=semantic.FALLBACK_RANKER, reason=reason)
+
+
+def ranker() -> tuple[str, semantic.Ranker]:
+    """The ranker recall uses now (`ranker_state().active`) and its preparer; an unknown
+    configured name is a ValueError."""
+    name = ranker_state().active
     return name, semantic.semantic_for(name)
 
 
@@ -202,6 +253,40 @@ def build_request(
     )
 
 
+def destination_tier(principal: Principal, asked: str | None) -> str:
+    """The tier this recall's answer goes to.
+
+    A surface client's is the tier it was registered with (where its model runs); the
+    request may narrow it (a local client may ask for cloud) but never widen it: a cloud
+    client asking for local is refused, 403. Anyone else (the member's own session) gets
+    the tier asked for, or cloud, the stricter one, when none is named.
+    """
+    asked_tier: str | None = None
+    if asked is not None:
+        try:
+            asked_tier = parse_tier(asked).value
+        except ValueError:
+            raise ValidationFailed(
+                "destinationTier must be local or cloud.", field="destinationTier", rule="choice"
+            ) from None
+    if principal.kind != "surface":
+        return asked_tier or DEFAULT_TIER.value
+    # A surface principal built without its client's tier is treated as cloud.
+    registered = principal.destination_tier or DEFAULT_TIER.value
+    if asked_tier is None or asked_tier == registered:
+        return registered
+    if asked_tier == Tier.LOCAL.value:
+        raise Forbidden(
+            "destinationTier may only narrow the surface client's registered tier: this "
+            "client is registered as cloud, so it may not ask for local.",
+            code="destination-tier-wider-than-client",
+            field="destinationTier",
+            rule="narrow-only",
+            extra={"registeredTier": registered},
+        )
+    return asked_tier
+
+
 # --------------------------------------------------------------------------------------
 # The service
 
@@ -299,14 +384,9 @@ def recall_resolve(
         if name == "hybrid":
             started.append(embedding.prefetch(ask.query))
 
+    tier = destination_tier(principal, ask.destination_tier)
     request = build_request(principal=principal, member=member, ask=ask, now=now, valid=embed_query)
     query_vector = started[0] if started else None
-    try:
-        tier = parse_tier(ask.destination_tier or DEFAULT_TIER.value).value
-    except ValueError:
-        raise ValidationFailed(
-            "destinationTier must be local or cloud.", field="destinationTier", rule="choice"
-        ) from None
     attributes: dict[str, Any] = {"egress_tier": tier}
     if ask.run_id:
         attributes["run_id"] = ask.run_id
@@ -358,6 +438,10 @@ def recall_resolve(
     govern(Hook.POST_RECALL, operation(**checked), pending=pending)
 
     wire = recall.to_wire(result)
+    # Said in the answer, not only in the audit event: a caller whose tier held entries
+    # back learns that it did, and how many (the reasons are in suppressionCounts).
+    wire["destinationTier"] = tier
+    wire["withheldByTier"] = sum(withheld.values())
     for item, cls in zip(wire["entries"], classes, strict=True):
         # Scrubbing changes a text exactly when the screen finds a credential in it, which
         # is when `_withhold` classed one of the entry's texts secret: the others need no
@@ -601,8 +685,9 @@ def recent_recalls(
 def warm_up() -> bool:
     """Load and warm the embedding model when the hybrid ranker is configured, so that no
     request pays for it (a first encode at a new text length cost 50-500 ms). Called when
-    the web app starts; returns whether there was anything to warm."""
-    if ranker_name() != "hybrid" or not embedding.ready():
+    the web app starts; returns whether there was anything to warm. A model that cannot
+    load does not stop the app: recall falls back to BM25 and `doctor` says why."""
+    if ranker_state().active != "hybrid":
         return False
     embedding.default_encoder().warm_up()
     return True
@@ -618,7 +703,7 @@ def store_embeddings(
     `fresh` says the revisions were inserted by the caller's transaction, so none has a
     vector yet: the write path skips the look-up and the conflict clause.
     """
-    if ranker_name() != "hybrid" or not embedding.ready():
+    if ranker_state().active != "hybrid":
         return 0
     rows = [e for e in entries if e.body]
     if not rows:

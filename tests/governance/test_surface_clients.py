@@ -88,12 +88,21 @@ def test_the_listing_shows_clients_but_never_a_token(surface_token, foreign_surf
     run("revoke_surface_client", surface_token[:12])
     out = run("list_surface_clients")
     lines = out.strip().splitlines()
-    assert lines[0].split() == ["tenant", "surface", "id", "prefix", "created", "revoked"]
+    assert lines[0].split() == [
+        "tenant",
+        "surface",
+        "tier",
+        "id",
+        "prefix",
+        "created",
+        "revoked",
+    ]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert set(rows) == {"acme", "globex"}
     for client in SurfaceClient.objects.all():
         assert str(client.id) in out and client.token_hash not in out
-    assert rows["acme"][5] != "-" and rows["globex"][5] == "-"
+    assert rows["acme"][2] == "local" and rows["globex"][2] == "cloud"
+    assert rows["acme"][6] != "-" and rows["globex"][6] == "-"
     for token in (surface_token, foreign_surface_token):
         assert token not in out and token[:20] not in out
     only = run("list_surface_clients", "--tenant", "globex")
@@ -154,3 +163,32 @@ def test_seed_demo_prints_tenant_and_user_id_and_keeps_one_live_token(settings) 
     demo = SurfaceClient.objects.filter(tenant__slug="demo")
     assert demo.count() == 2 and demo.filter(revoked_at__isnull=True).count() == 1
     assert len(revocations()) == 1
+
+
+# -- the destination tier ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "tier"), [((), "cloud"), (("--tier", "local"), "local")])
+def test_a_client_is_registered_with_its_tier(tenant, args, tier) -> None:
+    out = run("create_surface_client", "--tenant", tenant.slug, "--surface", "tara", *args)
+    client = SurfaceClient.objects.get()
+    assert client.destination_tier == tier and f"(tara, {tier} tier)" in out
+    (event,) = AuditEvent.objects.filter(action="iris.surface_client.created")
+    assert event.payload == {"destinationTier": tier}
+
+
+def test_an_unknown_tier_is_refused_by_the_command(tenant) -> None:
+    with pytest.raises(CommandError, match="invalid choice: 'edge'"):
+        run("create_surface_client", "--tenant", tenant.slug, "--surface", "tara", "--tier", "edge")
+    assert not SurfaceClient.objects.exists()
+
+
+def test_an_unknown_tier_is_refused_by_the_service(tenant) -> None:
+    from governance.errors import ValidationFailed
+    from governance.services import surface_client_create
+    from tests.conftest import SYSTEM
+
+    with pytest.raises(ValidationFailed) as raised:
+        surface_client_create(actor=SYSTEM, tenant=tenant, surface="tara", destination_tier="edge")
+    assert raised.value.field == "destinationTier"
+    assert not SurfaceClient.objects.exists()

@@ -128,10 +128,10 @@ def test_the_member_session_recalls_for_itself(member_api, member, remembered) -
     assert len(response.json()["entries"]) == 3
 
 
-def test_the_default_tier_is_cloud_and_withholds_personal_text(
-    surface_api, member, remembered
+def test_a_cloud_client_naming_no_tier_gets_cloud_and_personal_text_is_withheld(
+    cloud_surface_api, member, remembered
 ) -> None:
-    response = surface_api.post(URL, ask(member, destinationTier=None), format="json")
+    response = cloud_surface_api.post(URL, ask(member, destinationTier=None), format="json")
     assert response.status_code == 200, response.content
     data = response.json()
     assert data["entries"] == []
@@ -364,6 +364,7 @@ def test_a_workers_first_recall_of_a_member_streams_and_builds_the_snapshot_afte
     from memory.recall import snapshot as recall_snapshot
     from memory.recall.service import recall_resolve
 
+    settings.IRIS_RECALL_SEMANTIC = "jaccard"  # the snapshot is held per ranker
     grant_storage(member)
     for body in ["I like my coffee black", "Coffee with oat milk"]:
         memory_write(principal=as_member(member), member=member, draft=draft(member, body))

@@ -103,9 +103,8 @@ def stored_vectors(encoder: embedding.Encoder) -> dict[str, bytes]:
 @pytest.mark.parametrize(
     ("setting", "ranker"),
     [
-        (None, semantic.jaccard),
-        ("", semantic.jaccard),
         ("jaccard", semantic.jaccard),
+        (" Jaccard ", semantic.jaccard),
         (" Lexical ", semantic.lexical),
         ("LEXICAL", semantic.lexical),
     ],
@@ -127,6 +126,12 @@ def test_hybrid_without_the_model_refuses_to_start(monkeypatch) -> None:
 
 def test_hybrid_is_selected_when_the_model_is_installed(encoder: embedding.Encoder) -> None:
     assert semantic.semantic_for("hybrid") is semantic.hybrid
+
+
+@pytest.mark.parametrize("setting", [None, "", "hybrid"])
+def test_an_unset_ranker_means_hybrid(setting: str | None, encoder: embedding.Encoder) -> None:
+    assert semantic.DEFAULT_RANKER == "hybrid"
+    assert semantic.semantic_for(setting) is semantic.hybrid
 
 
 def test_jaccard_is_recalls_own_default() -> None:

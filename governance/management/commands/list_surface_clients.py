@@ -9,7 +9,7 @@ from governance.selectors import surface_clients_for_operations
 
 
 class Command(BaseCommand):
-    help = "List surface clients: tenant, surface, id, token prefix, created, revoked."
+    help = "List surface clients: tenant, surface, tier, id, token prefix, created, revoked."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", default=None, help="only this tenant's (slug)")
@@ -18,13 +18,16 @@ class Command(BaseCommand):
         if o["tenant"] is not None and not Tenant.objects.filter(slug=o["tenant"]).exists():
             raise CommandError(f"No tenant {o['tenant']!r}.")
         # The prefix is what revoke_surface_client takes; the token and its hash never show.
-        row = "{:<20} {:<10} {:<36} {:<12} {:<25} {}"
-        self.stdout.write(row.format("tenant", "surface", "id", "prefix", "created", "revoked"))
+        row = "{:<20} {:<10} {:<6} {:<36} {:<12} {:<25} {}"
+        self.stdout.write(
+            row.format("tenant", "surface", "tier", "id", "prefix", "created", "revoked")
+        )
         for client in surface_clients_for_operations(tenant_slug=o["tenant"]):
             self.stdout.write(
                 row.format(
                     client.tenant.slug,
                     client.surface,
+                    client.destination_tier,
                     str(client.id),
                     client.token_prefix,
                     client.created_at.isoformat(timespec="seconds"),

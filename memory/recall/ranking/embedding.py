@@ -795,16 +795,43 @@ def _as_ids(ids: list[int]) -> np.ndarray:
 
 _default: Encoder | None = None
 _default_lock = threading.Lock()
+# Why the process-wide encoder failed to load, once it has: a load that failed is not tried
+# again on every request (each try reads the weights), only after `forget_load_failure`.
+_load_failure: str | None = None
 
 
 def default_encoder() -> Encoder:
-    """The process-wide encoder, loaded on first use. Raises `EmbeddingUnavailable`."""
-    global _default
+    """The process-wide encoder, loaded on first use. Raises `EmbeddingUnavailable`, with
+    the same reason on every later call once a load has failed."""
+    global _default, _load_failure
     if _default is None:
         with _default_lock:
             if _default is None:
-                _default = Encoder.load()
+                if _load_failure is not None:
+                    raise EmbeddingUnavailable(_load_failure)
+                try:
+                    _default = Encoder.load()
+                except EmbeddingUnavailable as exc:
+                    _load_failure = str(exc)
+                    raise
+                except Exception as exc:
+                    # A damaged file or a broken runtime: the model is as absent as if it
+                    # were not installed, and the reason says which it was.
+                    _load_failure = f"the model did not load ({type(exc).__name__}: {exc})"
+                    raise EmbeddingUnavailable(_load_failure) from exc
     return _default
+
+
+def load_failure() -> str | None:
+    """Why the process-wide encoder failed to load, or None (loaded, or not tried yet)."""
+    return _load_failure
+
+
+def forget_load_failure() -> None:
+    """Let the next `default_encoder()` try to load again (tests; an operator's fix)."""
+    global _load_failure
+    with _default_lock:
+        _load_failure = None
 
 
 _prefetcher: Any = None
@@ -823,5 +850,6 @@ def prefetch(text: str) -> Any:
 
 def ready() -> bool:
     """Whether the process-wide encoder is loaded, or could be: `available()` looks for
-    packages and files on disk (~0.2 ms), too much to ask on every write once loaded."""
-    return _default is not None or available()
+    packages and files on disk (~0.2 ms), too much to ask on every write once loaded.
+    False once a load has failed in this process."""
+    return _default is not None or (_load_failure is None and available())

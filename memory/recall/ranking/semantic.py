@@ -9,14 +9,16 @@ query and the candidates, it returns the `SemanticFn` to hand to `resolve`::
     semantic = rank(request.query, candidates, corpus=member_corpus, vectors=member_vectors)
     result = resolve(candidates, request, semantic=semantic)
 
-- `jaccard`: the spec's default, `memory.recall.jaccard_semantic` itself (returned as is, so
-  `resolve` keeps its tokenise-the-query-once shortcut).
+- `jaccard`: the spec's token-set overlap, `memory.recall.jaccard_semantic` itself (returned
+  as is, so `resolve` keeps its tokenise-the-query-once shortcut).
 - `lexical`: BM25 (`memory.rules.lexical`) of the query against the body, normalised into [0, 1)
   by the query's supremum.
 - `hybrid`: `HYBRID_LEXICAL_WEIGHT * lexical + (1 - HYBRID_LEXICAL_WEIGHT) * max(0, cosine)`
   where cosine is between the all-MiniLM-L6-v2 embeddings of the query and of the body (the
   body's vector is the one stored with its revision). The weight was tuned on the dev split
   of `bench/recall_quality.py` (never its test split); docs/performance.md has the figures.
+  The default: the model is part of the install. Where it cannot load, the service ranks
+  with `lexical` instead and says so (`FALLBACK_RANKER`, docs/decisions/recall.md).
 
 Every value depends only on (query, candidate body or vector, corpus statistics): never on
 which other candidates are in the call. So a database fast path that scores a subset of
@@ -32,7 +34,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.recall.pipeline import Candidate, SemanticFn
-from memory.recall.pipeline import jaccard_semantic as jaccard_semantic  # re-exported: the default
+from memory.recall.pipeline import jaccard_semantic as jaccard_semantic  # re-exported
 from memory.recall.ranking import embedding
 from memory.rules.lexical import Bm25Index, CorpusStats, fragments, query_terms, terms
 
@@ -42,7 +44,10 @@ if TYPE_CHECKING:
 _ENTRY_ID = attrgetter("entry_id")
 
 SETTING_NAME = "IRIS_RECALL_SEMANTIC"
-DEFAULT_RANKER = "jaccard"
+DEFAULT_RANKER = "hybrid"
+# What recall ranks with when the default (or an asked-for) hybrid cannot load its model:
+# BM25 is the hybrid's own lexical half, so a query still meets the same words.
+FALLBACK_RANKER = "lexical"
 
 # Share of the lexical signal in `hybrid`; the rest is the embedding cosine. Tuned on the
 # dev split of bench/recall_quality.py (grid 0.0..1.0 by 0.05, best mean of hit@12 and
@@ -185,11 +190,12 @@ RANKERS: Mapping[str, Ranker] = {"jaccard": jaccard, "lexical": lexical, "hybrid
 
 
 def semantic_for(setting_name: str | None) -> Ranker:
-    """The ranker a setting value names (`IRIS_RECALL_SEMANTIC`; empty means jaccard).
+    """The ranker a setting value names (`IRIS_RECALL_SEMANTIC`; empty means hybrid).
 
-    Fails loudly, never silently degrades: an unknown name is a ValueError, and `hybrid`
-    without the model installed raises `EmbeddingUnavailable` with the reason, so a
-    deployment that asked for embeddings does not start without them.
+    Never degrades by itself: an unknown name is a ValueError, and `hybrid` without the
+    model installed raises `EmbeddingUnavailable` with the reason. Falling back to
+    `FALLBACK_RANKER`, and saying so, is the recall service's decision
+    (`memory.recall.service.ranker_state`).
     """
     name = (setting_name or DEFAULT_RANKER).strip().lower()
     ranker = RANKERS.get(name)
