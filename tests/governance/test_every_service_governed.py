@@ -30,7 +30,7 @@ import pytest
 from governance.audit import Actor
 from governance.errors import IrisError
 from governance.models import AuditEvent, User
-from governance.principal import Principal
+from tests.factories import as_member
 
 SERVICE_MODULES = (
     "memory.services",
@@ -354,10 +354,6 @@ def decisions_for(prefix: str) -> list[AuditEvent]:
         for e in AuditEvent.objects.filter(action__startswith="iris.governance.decision.")
         if str(e.payload.get("operation", "")).startswith(prefix)
     ]
-
-
-def as_member(member: User) -> Principal:
-    return Principal(kind="member", id=member.public_id, tenant_id=member.tenant_id)
 
 
 def _call(func: Callable[..., Any], **kwargs: Any) -> None:

@@ -13,16 +13,16 @@ from memory import jobs, tasks
 from memory.models import MemoryEntry, PendingConflict
 from memory.rules.retention import OPERATOR_COPILOT_RETENTION, SOFT_DELETE_GRACE
 from memory.services import memory_forget, memory_pause, memory_write
-from tests.helpers_db import find_in_database
-from tests.memory.helpers import (
+from tests.factories import (
     NOW,
     as_member,
     as_system,
     current,
     draft,
-    grant_storage,
     scope_of,
+    written,
 )
+from tests.helpers_db import find_in_database
 
 pytestmark = pytest.mark.django_db
 
@@ -30,26 +30,14 @@ T0 = NOW
 DAY = timedelta(days=1)
 
 
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
-
-
-def write(member, body, *, at=T0, principal=None, **kw):
+def remembered(member, body, *, at=T0, **kw):
+    """A stored memory on the jobs' timeline, each on a subject of its own (no conflicts)."""
     kw.setdefault("subject", body)
-    outcome = memory_write(
-        principal=principal or as_member(member),
-        member=member,
-        draft=draft(member, body, **kw),
-        now=at,
-    )
-    assert outcome.written, outcome.reason
-    return outcome.entry
+    return written(member, body, now=at, **kw)
 
 
 def session(member, body, at=T0, sid="s-1"):
-    return write(
+    return remembered(
         member, body, at=at, kind="session", identifiers=scope_of(member, "session", sessionId=sid)
     )
 
@@ -72,7 +60,7 @@ def run(name: str, member, at, batch: int = 50) -> JobRun:
 def test_session_memory_is_summarised_at_its_lifetime_with_provenance(ready) -> None:
     first = session(ready, "zq-ret-1 we talked about gardening")
     second = session(ready, "zq-ret-2 tomatoes need sun", at=T0 + timedelta(hours=1))
-    profile = write(ready, "I live in Lyon")
+    profile = remembered(ready, "I live in Lyon")
 
     early = run("retention", ready, T0 + 7 * DAY - timedelta(seconds=1))
     assert early.counts["summarized"] == 0 and len(live(ready)) == 3
@@ -112,7 +100,7 @@ def test_operator_copilot_memory_is_flagged_for_review_at_14_days_once(
     ready, make_operator
 ) -> None:
     operator = make_operator("support")
-    note = write(
+    note = remembered(
         ready,
         "Operator note: prefers email",
         kind="operator-copilot",
@@ -131,7 +119,7 @@ def test_operator_copilot_memory_is_flagged_for_review_at_14_days_once(
 
 
 def _copilot_note(member, operator, at=T0):
-    return write(
+    return remembered(
         member,
         "Operator note: prefers email",
         at=at,
@@ -200,7 +188,7 @@ def test_the_migration_copies_flags_from_the_old_audit_events(ready, make_operat
     migration = importlib.import_module("memory.migrations.0010_retention_review_flag")
     operator = make_operator("support")
     flagged = _copilot_note(ready, operator)
-    untouched = write(ready, "I live in Lyon")
+    untouched = remembered(ready, "I live in Lyon")
     flagged_at = T0 + OPERATOR_COPILOT_RETENTION
     with transaction.atomic():
         for at in (flagged_at, flagged_at + DAY):  # an older job could flag twice
@@ -220,7 +208,7 @@ def test_the_migration_copies_flags_from_the_old_audit_events(ready, make_operat
 
 
 def test_admin_review_copies_are_purged_at_30_days(ready) -> None:
-    copy = write(
+    copy = remembered(
         ready, "zq-admin-copy review text", adapter_scope="admin_review", principal=as_system(ready)
     )
     assert run("retention", ready, T0 + 29 * DAY).counts["purged"] == 0
@@ -275,7 +263,7 @@ def test_retention_respects_the_batch(ready) -> None:
 
 
 def test_purge_removes_forgotten_text_after_grace_and_not_before(ready) -> None:
-    entry = write(ready, "zq-purge-canary my old address")
+    entry = remembered(ready, "zq-purge-canary my old address")
     memory_forget(principal=as_member(ready), member=ready, entry_id=entry.entry_id, now=T0)
     before = run("purge", ready, T0 + SOFT_DELETE_GRACE - timedelta(seconds=1))
     assert before.counts == {"entries": 0, "revisions": 0, "remaining": 0}
@@ -291,12 +279,12 @@ def test_purge_removes_forgotten_text_after_grace_and_not_before(ready) -> None:
 
 
 def inferred(member, body, at=T0):
-    return write(member, body, at=at, origin="model-inferred", session_id="s-9")
+    return remembered(member, body, at=at, origin="model-inferred", session_id="s-9")
 
 
 def test_decay_retires_an_unused_inference_just_past_the_threshold(ready) -> None:
     guess = inferred(ready, "Probably likes hiking")
-    stated = write(ready, "I like swimming")
+    stated = remembered(ready, "I like swimming")
     # weight = 2 ** -(age / 30 days); it drops below 0.1 at about 99.66 days.
     above = run("decay", ready, T0 + 99 * DAY)
     assert above.counts == {"retired": 0, "remaining": 0}
@@ -324,7 +312,7 @@ def test_decay_counts_use_a_used_inference_lives_longer(ready) -> None:
 
 
 def test_expire_closes_unanswered_questions(ready) -> None:
-    write(ready, "My favourite colour is blue", subject="favourite colour")
+    remembered(ready, "My favourite colour is blue", subject="favourite colour")
     outcome = memory_write(
         principal=as_member(ready),
         member=ready,
@@ -345,7 +333,7 @@ def test_expire_closes_unanswered_questions(ready) -> None:
 
 def test_run_job_command_prints_a_progress_bar(ready, capsys) -> None:
     for i in range(3):
-        entry = write(ready, f"forgotten thing {i}")
+        entry = remembered(ready, f"forgotten thing {i}")
         memory_forget(principal=as_member(ready), member=ready, entry_id=entry.entry_id, now=T0)
     call_command(
         "run_job",
