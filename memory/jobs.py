@@ -8,9 +8,9 @@ one service call in its own transaction, and the next run's selection no longer 
 what the killed run already handled.
 
 Writes go through `memory.services` with a system principal (`Principal.system`), so the
-governance kernel decides and audits them like any other call (DESIGN invariant 8). The
-one write of its own, the retention review flag, asks the kernel itself. The
-rules of what is due live in the pure module `memory.rules.retention`; this module only selects
+governance kernel decides and audits them like any other call (DESIGN invariant 8); the
+one write of its own, the retention review flag, asks the kernel itself. The rules of what
+is due live in the pure module `memory.rules.retention`; this module only selects
 candidates, asks those rules, and calls the services. The decisions are written up in
 docs/decisions/memory.md ("Jobs").
 """
