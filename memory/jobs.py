@@ -8,8 +8,9 @@ one service call in its own transaction, and the next run's selection no longer 
 what the killed run already handled.
 
 Writes go through `memory.services` with a system principal (`Principal.system`), so the
-governance kernel decides and audits them like any other call (DESIGN invariant 8). The
-rules of what is due live in the pure module `memory.rules.retention`; this module only selects
+governance kernel decides and audits them like any other call (DESIGN invariant 8); the
+one write of its own, the retention review flag, asks the kernel itself. The rules of what
+is due live in the pure module `memory.rules.retention`; this module only selects
 candidates, asks those rules, and calls the services. The decisions are written up in
 docs/decisions/memory.md ("Jobs").
 """
@@ -29,8 +30,8 @@ from django.utils import timezone
 from consent.enums import AdapterScope, ConsentType
 from governance.audit import audit_record
 from governance.errors import Conflict, NotFound
-from governance.models import AuditEvent, JobRun, User
-from governance.pipeline import Denied
+from governance.models import JobRun, User
+from governance.pipeline import Denied, Effect, Hook, Operation, govern, record_pending
 from governance.principal import Principal
 from memory.enums import Lifecycle, Origin, ProvenanceKind
 from memory.models import MemoryEntry
@@ -62,7 +63,7 @@ CASCADE_BATCH = 50
 SUMMARY_MAX_SOURCES = 50
 SUMMARY_MAX_CHARS = 4000
 SUMMARY_SEPARATOR = " · "
-REVIEW_ACTION = "iris.memory.entry.retention_review_due"
+REVIEW_ACTION = "iris.memory.entry.retention_review_flagged"
 CASCADE_ACTION = "iris.memory.consent_cascade.completed"
 POLICY_ID = "iris-memory-jobs-v1"
 
@@ -189,7 +190,16 @@ def _retention_due(tenant_id: uuid.UUID, now: datetime) -> QuerySet[MemoryEntry]
     """Current, live entries old enough that their envelope may want something done."""
     due = Q(pk__in=[])
     for scope, envelope in RETENTION_ENVELOPES.items():
-        if envelope.raw is not None and envelope.at_expiry is not RetentionAction.KEEP:
+        if envelope.raw is not None and envelope.at_expiry is RetentionAction.REVIEW:
+            # Queued once; a person's answer (any new revision) restarts the clock, so
+            # an entry the member just confirmed is not queued again the same night.
+            due |= Q(
+                adapter_scope=scope.value,
+                created_at__lte=now - envelope.raw,
+                updated_at__lte=now - envelope.raw,
+                retention_review_flagged_at__isnull=True,
+            ) & ~Q(origin=Origin.SUMMARIZED_FROM_SESSION)
+        elif envelope.raw is not None and envelope.at_expiry is not RetentionAction.KEEP:
             due |= Q(adapter_scope=scope.value, created_at__lte=now - envelope.raw) & ~Q(
                 origin=Origin.SUMMARIZED_FROM_SESSION
             )
@@ -200,21 +210,7 @@ def _retention_due(tenant_id: uuid.UUID, now: datetime) -> QuerySet[MemoryEntry]
                 created_at__lte=now - envelope.summarized,
             )
     rows = MemoryEntry.objects.filter(tenant_id=tenant_id, is_current=True, lifecycle__in=LIVE)
-    flagged = _flagged_for_review(tenant_id)
-    if flagged:
-        rows = rows.exclude(entry_id__in=flagged)
     return rows.filter(due)
-
-
-def _flagged_for_review(tenant_id: uuid.UUID) -> set[uuid.UUID]:
-    # A flag stays until a person acts on the entry; the audit chain is the flag's record.
-    return {
-        uuid.UUID(value)
-        for value in AuditEvent.objects.filter(tenant_id=tenant_id, action=REVIEW_ACTION)
-        .values_list("payload__entryId", flat=True)
-        .distinct()
-        if value
-    }
 
 
 def extractive_summary(bodies: Iterable[str]) -> str:
@@ -291,8 +287,28 @@ def _summarise(
     return written, len(result.entry_ids)
 
 
-def _flag_for_review(principal: Principal, entry: MemoryEntry, now: datetime) -> None:
+def _flag_for_review(principal: Principal, member: User, entry: MemoryEntry, now: datetime) -> bool:
+    """Queue one entry for a person's review: the flag on its current revision, and the
+    audit event that records it (the event is the record, never read back as state).
+    False when the entry changed since it was selected: the new revision is due afresh."""
+    op = Operation(
+        name="memory.retention_review_flag",
+        effect=Effect.WRITE,
+        principal=principal,
+        tenant_id=entry.tenant_id,
+        member_id=member.public_id,
+        subject_ids=(str(entry.entry_id), str(entry.revision_id)),
+        attributes={"adapterScope": entry.adapter_scope},
+    )
+    pending: list[dict[str, Any]] = []
+    govern(Hook.PRE_WRITE, op, pending=pending)
     with transaction.atomic(durable=True):
+        record_pending(pending)
+        flagged = MemoryEntry.objects.filter(
+            pk=entry.pk, is_current=True, retention_review_flagged_at__isnull=True
+        ).update(retention_review_flagged_at=now)
+        if not flagged:
+            return False
         audit_record(
             actor=principal.actor,
             action=REVIEW_ACTION,
@@ -303,6 +319,7 @@ def _flag_for_review(principal: Principal, entry: MemoryEntry, now: datetime) ->
             payload={"entryId": str(entry.entry_id), "adapterScope": entry.adapter_scope},
             occurred_at=now,
         )
+    return True
 
 
 def retention_pending(tenant_id: uuid.UUID, now: datetime) -> int:
@@ -346,8 +363,7 @@ def retention_run(
                 )
                 counts["purged"] += len(result.entry_ids)
             elif action is RetentionAction.REVIEW:
-                _flag_for_review(principal, entry, now)
-                counts["flagged"] += 1
+                counts["flagged"] += int(_flag_for_review(principal, member, entry, now))
         for (member_id, _scope_key, _category), raws in groups.items():
             for start in range(0, len(raws), SUMMARY_MAX_SOURCES):
                 written, removed = _summarise(

@@ -35,10 +35,18 @@ def _choices(enum: Any) -> list[tuple[str, str]]:
 # - `lifecycle` and `is_current`, when a newer revision supersedes it (the one flip an old
 #   revision allows);
 # - usage counters of the current revision, which recall bumps (a use is not a change of
-#   what is remembered, and a revision per recall would bury the real history).
+#   what is remembered, and a revision per recall would bury the real history);
+# - the retention job's review flag on the current revision (it says what is owed to the
+#   memory, not what the memory says).
 # Erasure does not update text: a hard delete removes the rows (see services).
 MUTABLE_REVISION_FIELDS = frozenset(
-    {"lifecycle", "is_current", "reference_count", "last_referenced_at"}
+    {
+        "lifecycle",
+        "is_current",
+        "reference_count",
+        "last_referenced_at",
+        "retention_review_flagged_at",
+    }
 )
 
 
@@ -144,6 +152,10 @@ class MemoryEntry(models.Model):
 
     reference_count = models.PositiveIntegerField(default=0)
     last_referenced_at = models.DateTimeField(null=True, blank=True)
+    # When the retention job queued the entry for a person's review (a `review` envelope
+    # ran out). Not carried to the next revision: the revision a person's correction,
+    # confirmation, pause, resume, move or forget writes is their answer to the review.
+    retention_review_flagged_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     # Derived from `body` at insert, for recall's term index (PostgreSQL GIN, migration

@@ -131,6 +131,15 @@ def member(tenant):
 
 
 @pytest.fixture
+def ready(member):
+    """The member, ready to write durable memory: processing and storage consent given."""
+    from tests.factories import grant_storage
+
+    grant_storage(member)
+    return member
+
+
+@pytest.fixture
 def other_member(tenant):
     return _user(tenant, "grace")
 

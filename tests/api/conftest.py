@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from memory.services import memory_write
 from tests.api.helpers import World
-from tests.memory.helpers import as_member, draft, grant_storage
+from tests.factories import as_member, draft, grant_storage
 
 
 @pytest.fixture

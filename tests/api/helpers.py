@@ -10,7 +10,7 @@ from typing import Any
 from rest_framework.test import APIClient
 
 from governance.models import AuditEvent, IdempotencyRecord
-from tests.memory.helpers import payload
+from tests.factories import payload
 
 PROBLEM = "application/problem+json"
 

@@ -7,7 +7,7 @@ from playwright.sync_api import Page, expect
 
 from memory.models import MemoryEntry
 from memory.services import memory_write
-from tests.memory.helpers import as_member, draft, grant_storage
+from tests.factories import as_member, draft, grant_storage
 
 pytestmark = pytest.mark.browser
 

@@ -34,16 +34,13 @@ from governance.models import AuditEvent, SurfaceClient, User
 from governance.pipeline import Denied, HeldForApproval
 from governance.principal import Principal
 from governance.services import user_create
+from tests.factories import as_member
 from tests.helpers_db import find_in_database, run_together
 
 pytestmark = pytest.mark.django_db
 
 MEDICAL = category_consent_type(Category.MEDICAL)
 FINANCIAL = category_consent_type(Category.FINANCIAL)
-
-
-def as_member(member: User) -> Principal:
-    return Principal(kind="member", id=member.public_id, tenant_id=member.tenant_id)
 
 
 OPERATOR_ID = "op-1"

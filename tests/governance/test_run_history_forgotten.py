@@ -13,16 +13,10 @@ from governance.kernel_models import Run
 from governance.keys import text_fingerprint
 from governance.principal import Principal
 from memory.services import memory_hard_delete
-from tests.memory.helpers import grant_storage, payload
+from tests.factories import payload
 
 pytestmark = pytest.mark.django_db
 BODY = "I am pregnant"
-
-
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
 
 
 def _write(surface_api: APIClient, member, run_id: str, body: str = BODY) -> str:

@@ -33,8 +33,8 @@ from memory.continuity.models import ContinuationToken
 from memory.models import MemoryEntry, OffTheRecord
 from memory.screening import SCREENED_FIELDS
 from memory.services import memory_write
+from tests.factories import as_member, draft, grant_storage, mention, payload
 from tests.helpers_db import find_in_database
-from tests.memory.helpers import as_member, draft, grant_storage, mention, payload
 
 pytestmark = pytest.mark.django_db
 

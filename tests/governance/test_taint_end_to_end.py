@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from governance.kernel_models import Approval
 from memory.models import MemoryEntry
-from tests.memory.helpers import grant_storage, payload
+from tests.factories import grant_storage, payload
 
 pytestmark = pytest.mark.django_db
 

@@ -9,17 +9,17 @@ from consent.enums import Category, ConsentType, category_consent_type
 from governance.models import AuditEvent, JobRun
 from memory import jobs, tasks
 from memory.models import MemoryEntry
-from memory.services import Correction, ProvenanceRef, memory_correct, memory_write
-from tests.helpers_db import find_in_database
-from tests.memory.helpers import (
+from memory.services import Correction, ProvenanceRef, memory_correct
+from tests.factories import (
     as_member,
-    draft,
     grant,
     grant_category,
     grant_storage,
     memory_audits,
     mention,
+    written,
 )
+from tests.helpers_db import find_in_database
 
 pytestmark = pytest.mark.django_db
 
@@ -27,18 +27,10 @@ CANARY = "zq-cascade-canary-9931"
 
 
 @pytest.fixture
-def ready(member):
-    grant_storage(member)
-    grant_category(member, Category.MEDICAL)
-    return member
-
-
-def write(member, body, **kw):
-    outcome = memory_write(
-        principal=as_member(member), member=member, draft=draft(member, body, **kw)
-    )
-    assert outcome.written, outcome.reason
-    return outcome.entry
+def ready(ready):
+    # These tests also remember medical facts.
+    grant_category(ready, Category.MEDICAL)
+    return ready
 
 
 def revoke(member, consent_type: str, capture) -> None:
@@ -56,14 +48,14 @@ def world(ready, other_member):
     memory of the same member, and another member's medical memory."""
     grant_storage(other_member)
     grant_category(other_member, Category.MEDICAL)
-    medical = write(ready, f"{CANARY} I have asthma", category="medical")
+    medical = written(ready, f"{CANARY} I have asthma", category="medical")
     memory_correct(
         principal=as_member(ready),
         member=ready,
         entry_id=medical.entry_id,
         correction=Correction(body=f"{CANARY} I have mild asthma"),
     )
-    summary = write(
+    summary = written(
         ready,
         "Chat about breathing and inhalers",
         category="fact",
@@ -72,8 +64,8 @@ def world(ready, other_member):
             ProvenanceRef("session-summary", str(medical.revision_id), timezone.now())
         ],
     )
-    tea = write(ready, "I like green tea", category="preference")
-    theirs = write(other_member, "I have a peanut allergy", category="medical")
+    tea = written(ready, "I like green tea", category="preference")
+    theirs = written(other_member, "I have a peanut allergy", category="medical")
     return {"medical": medical, "summary": summary, "tea": tea, "theirs": theirs}
 
 
@@ -146,10 +138,10 @@ def test_running_the_task_twice_changes_nothing(
 
 def test_a_crash_after_the_first_batch_is_finished_by_the_rerun(ready, monkeypatch) -> None:
     ids = {
-        write(ready, f"{CANARY} symptom {i}", category="medical", subject=f"symptom {i}").entry_id
+        written(ready, f"{CANARY} symptom {i}", category="medical", subject=f"symptom {i}").entry_id
         for i in range(3)
     }
-    keep = write(ready, "I like green tea", category="preference").entry_id
+    keep = written(ready, "I like green tea", category="preference").entry_id
     real = jobs.memory_hard_delete
     calls = {"n": 0}
 
@@ -186,13 +178,13 @@ def test_multi_actor_revocation_deletes_sensitive_interactions_only(
     ready, django_capture_on_commit_callbacks
 ) -> None:
     grant(ready, ConsentType.MULTI_ACTOR_SENSITIVE)
-    sensitive = write(
+    sensitive = written(
         ready,
         "Argued with my brother about money",
         category="relationship",
         multi_actor=mention("Bram", "my brother", sensitive=True),
     )
-    plain = write(
+    plain = written(
         ready,
         "My brother likes chess",
         category="relationship",

@@ -11,15 +11,14 @@ from governance.errors import Conflict
 from memory.models import ForgottenValue, MemoryEntry, PendingConflict
 from memory.rules.conflicts import ConflictRule
 from memory.selectors import text_fingerprint
-from memory.services import memory_conflict_answer, memory_write
-from tests.memory.helpers import (
+from memory.services import memory_conflict_answer
+from tests.factories import (
     as_member,
     as_surface,
     current,
-    draft,
-    grant_storage,
     memory_audits,
     payload,
+    write,
 )
 
 pytestmark = pytest.mark.django_db
@@ -28,19 +27,10 @@ CITY_BERLIN = "My home city is Berlin"
 CITY_PARIS = "My home city is Paris"
 
 
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
-
-
-def write(member, body, origin, **kw):
-    principal = kw.pop("principal", None) or as_surface(member)
-    return memory_write(
-        principal=principal,
-        member=member,
-        draft=draft(member, body, category="fact", origin=origin, **kw),
-    )
+def claim(member, body, origin, **kw):
+    """A fact about the member, from `origin`, told by a surface unless `principal` says."""
+    kw.setdefault("principal", as_surface(member))
+    return write(member, body, category="fact", origin=origin, **kw)
 
 
 def answer(member, conflict_id, reply):
@@ -57,8 +47,8 @@ def audited_text() -> str:
 
 
 def test_rule_1_operator_copilot_never_trumps_what_the_member_stated(ready) -> None:
-    stated = write(ready, CITY_BERLIN, "user-stated").entry
-    outcome = write(ready, CITY_PARIS, "operator-copilot")
+    stated = claim(ready, CITY_BERLIN, "user-stated").entry
+    outcome = claim(ready, CITY_PARIS, "operator-copilot")
     assert outcome.status == "not-written"
     assert outcome.reason == f"kept-existing:{ConflictRule.OPERATOR_NEVER_TRUMPS_MEMBER}"
     assert current(stated.entry_id).revision == 1 and current(stated.entry_id).body == CITY_BERLIN
@@ -72,8 +62,8 @@ def test_rule_1_operator_copilot_never_trumps_what_the_member_stated(ready) -> N
 
 
 def test_rule_2_explicit_statement_replaces_an_inference_without_asking(ready) -> None:
-    imported = write(ready, CITY_BERLIN, "imported").entry
-    outcome = write(ready, CITY_PARIS, "user-stated")
+    imported = claim(ready, CITY_BERLIN, "imported").entry
+    outcome = claim(ready, CITY_PARIS, "user-stated")
     assert outcome.written and outcome.reason == "explicit-beats-inferred"
     entry = current(imported.entry_id)
     assert (entry.revision, entry.body, entry.origin) == (2, CITY_PARIS, "user-stated")
@@ -81,8 +71,8 @@ def test_rule_2_explicit_statement_replaces_an_inference_without_asking(ready) -
 
 
 def test_rule_2_an_inference_against_a_stated_fact_becomes_a_question(ready) -> None:
-    stated = write(ready, CITY_BERLIN, "user-stated").entry
-    outcome = write(ready, CITY_PARIS, "model-inferred", session_id="s1")
+    stated = claim(ready, CITY_BERLIN, "user-stated").entry
+    outcome = claim(ready, CITY_PARIS, "model-inferred", session_id="s1")
     assert outcome.status == "conflict"
     assert outcome.conflict.rule == "explicit-beats-inferred"
     assert outcome.question == (
@@ -97,37 +87,37 @@ def test_rule_2_an_inference_against_a_stated_fact_becomes_a_question(ready) -> 
 
 
 def test_rule_3_a_confirmed_fact_is_kept_against_a_new_inference(ready) -> None:
-    confirmed = write(ready, CITY_BERLIN, "user-confirmed").entry
-    outcome = write(ready, CITY_PARIS, "summarized-from-session")
+    confirmed = claim(ready, CITY_BERLIN, "user-confirmed").entry
+    outcome = claim(ready, CITY_PARIS, "summarized-from-session")
     assert outcome.status == "conflict" and outcome.conflict.rule == "confirmed-beats-inferred"
     assert outcome.conflict.ladder_winner == "prior"
     kept = answer(ready, outcome.conflict.id, "keep")
     assert kept.reason == "conflict-answered-keep"
     assert current(confirmed.entry_id).revision == 1
     # The refused inference is not proposed again.
-    again = write(ready, CITY_PARIS, "summarized-from-session")
+    again = claim(ready, CITY_PARIS, "summarized-from-session")
     assert again.reason == "forgotten-not-recreated"
     assert ForgottenValue.objects.filter(reason="rejected").count() == 1
 
 
 def test_rule_3_a_confirmation_replaces_an_inference(ready) -> None:
-    inferred = write(ready, CITY_BERLIN, "summarized-from-session").entry
-    outcome = write(ready, CITY_PARIS, "user-confirmed")
+    inferred = claim(ready, CITY_BERLIN, "summarized-from-session").entry
+    outcome = claim(ready, CITY_PARIS, "user-confirmed")
     assert outcome.written and outcome.reason == "confirmed-beats-inferred"
     assert current(inferred.entry_id).origin == "user-confirmed"
 
 
 def test_rule_4_most_recent_wins_between_inferences_silently(ready) -> None:
-    first = write(ready, CITY_BERLIN, "summarized-from-session").entry
-    outcome = write(ready, CITY_PARIS, "imported")
+    first = claim(ready, CITY_BERLIN, "summarized-from-session").entry
+    outcome = claim(ready, CITY_PARIS, "imported")
     assert outcome.written and outcome.reason == "most-recent-wins"
     assert current(first.entry_id).body == CITY_PARIS
     assert PendingConflict.objects.count() == 0
 
 
 def test_rule_4_between_the_members_own_words_asks_before_overwriting(ready) -> None:
-    stated = write(ready, CITY_BERLIN, "user-stated").entry
-    outcome = write(ready, CITY_PARIS, "user-stated")
+    stated = claim(ready, CITY_BERLIN, "user-stated").entry
+    outcome = claim(ready, CITY_PARIS, "user-stated")
     assert outcome.status == "conflict"
     assert (outcome.conflict.rule, outcome.conflict.ladder_winner) == (
         "most-recent-wins",
@@ -147,8 +137,8 @@ def test_rule_4_between_the_members_own_words_asks_before_overwriting(ready) -> 
 
 
 def test_restating_the_same_value_changes_nothing(ready) -> None:
-    stated = write(ready, CITY_BERLIN, "user-stated").entry
-    outcome = write(ready, "my home city is berlin.", "user-stated")
+    stated = claim(ready, CITY_BERLIN, "user-stated").entry
+    outcome = claim(ready, "my home city is berlin.", "user-stated")
     assert outcome.reason == "already-known" and outcome.entry.entry_id == stated.entry_id
     assert MemoryEntry.objects.count() == 1
 
@@ -157,15 +147,15 @@ def test_restating_the_same_value_changes_nothing(ready) -> None:
 
 
 def test_an_accepted_inference_becomes_user_confirmed(ready) -> None:
-    write(ready, CITY_BERLIN, "user-stated")
-    conflict = write(ready, CITY_PARIS, "model-inferred", session_id="s1").conflict
+    claim(ready, CITY_BERLIN, "user-stated")
+    conflict = claim(ready, CITY_PARIS, "model-inferred", session_id="s1").conflict
     entry = answer(ready, conflict.id, "update").entry
     assert (entry.body, entry.origin, entry.lifecycle) == (CITY_PARIS, "user-confirmed", "active")
 
 
 def test_the_proposal_text_is_erased_once_answered(ready) -> None:
-    write(ready, CITY_BERLIN, "user-stated")
-    conflict = write(ready, CITY_PARIS, "user-stated").conflict
+    claim(ready, CITY_BERLIN, "user-stated")
+    conflict = claim(ready, CITY_PARIS, "user-stated").conflict
     assert PendingConflict.objects.get(pk=conflict.id).proposal["body"] == CITY_PARIS
     answer(ready, conflict.id, "keep")
     row = PendingConflict.objects.get(pk=conflict.id)
@@ -177,17 +167,17 @@ def test_the_proposal_text_is_erased_once_answered(ready) -> None:
 
 
 def test_a_newer_contradiction_replaces_the_open_question(ready) -> None:
-    write(ready, CITY_BERLIN, "user-stated")
-    first = write(ready, CITY_PARIS, "user-stated").conflict
-    second = write(ready, "My home city is Rome", "user-stated").conflict
+    claim(ready, CITY_BERLIN, "user-stated")
+    first = claim(ready, CITY_PARIS, "user-stated").conflict
+    second = claim(ready, "My home city is Rome", "user-stated").conflict
     assert PendingConflict.objects.get(pk=first.id).status == "replaced"
     assert PendingConflict.objects.get(pk=first.id).proposal == {}
     assert PendingConflict.objects.get(pk=second.id).status == "open"
 
 
 def test_an_expired_or_stale_question_changes_nothing(ready) -> None:
-    stated = write(ready, CITY_BERLIN, "user-stated").entry
-    conflict = write(ready, CITY_PARIS, "user-stated").conflict
+    stated = claim(ready, CITY_BERLIN, "user-stated").entry
+    conflict = claim(ready, CITY_PARIS, "user-stated").conflict
     PendingConflict.objects.filter(pk=conflict.id).update(
         expires_at=conflict.created_at - timedelta(seconds=1)
     )
@@ -197,7 +187,7 @@ def test_an_expired_or_stale_question_changes_nothing(ready) -> None:
     assert PendingConflict.objects.get(pk=conflict.id).proposal == {}
     assert current(stated.entry_id).revision == 1
 
-    conflict = write(ready, CITY_PARIS, "user-stated").conflict
+    conflict = claim(ready, CITY_PARIS, "user-stated").conflict
     from memory.services import Correction, memory_correct
 
     memory_correct(

@@ -7,7 +7,7 @@ import pytest
 
 from memory.models import MemoryEntry
 from memory.services import memory_write
-from tests.memory.helpers import as_member, as_system, draft, grant_storage, payload
+from tests.factories import as_member, as_system, draft, grant_storage, payload
 
 pytestmark = pytest.mark.django_db
 PRIOR = "My home city is Berlin"

@@ -15,15 +15,12 @@ from governance.models import AuditEvent, JobRun
 from governance.principal import Principal
 from memory.continuity import services
 from memory.continuity.models import ContinuationToken
+from tests.factories import as_member
 
 URL = "/api/v1/continuation-tokens"
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 pytestmark = pytest.mark.django_db
-
-
-def as_member(member) -> Principal:
-    return Principal(kind="member", id=member.public_id, tenant_id=member.tenant_id)
 
 
 def consent(member, consent_type: str, status: str = "granted") -> uuid.UUID:

@@ -13,17 +13,11 @@ from governance.services import surface_client_create
 from memory.models import MemoryEntry, OffTheRecord
 from memory.services import memory_write
 from tests.conftest import SYSTEM
-from tests.memory.helpers import as_member, draft, grant_storage, payload
+from tests.factories import as_member, draft, payload
 
 pytestmark = pytest.mark.django_db
 PROBLEM = "application/problem+json"
 OTR = "/api/v1/off-the-record"
-
-
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
 
 
 def _surface(tenant, name: str) -> APIClient:

@@ -35,17 +35,14 @@ from memory.services import (
     memory_hard_delete,
     memory_pause,
     memory_resume,
-    memory_write,
     off_the_record_set,
 )
-from tests.helpers_db import find_in_database, run_together
-from tests.memory.helpers import (
+from tests.factories import (
     as_member,
     as_surface,
     as_system,
     counts,
     current,
-    draft,
     grant,
     grant_category,
     grant_storage,
@@ -53,20 +50,11 @@ from tests.memory.helpers import (
     memory_audits,
     mention,
     scope_of,
+    write,
 )
+from tests.helpers_db import find_in_database, run_together
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
-
-
-def write(member, body="My favourite colour is blue", **kw):
-    principal = kw.pop("principal", None) or as_member(member)
-    return memory_write(principal=principal, member=member, draft=draft(member, body, **kw))
 
 
 # ------------------------------------------------------------------------ revisions

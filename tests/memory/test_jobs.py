@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from datetime import timedelta
 
 import pytest
@@ -11,9 +12,17 @@ from governance.models import AuditEvent, JobRun
 from memory import jobs, tasks
 from memory.models import MemoryEntry, PendingConflict
 from memory.rules.retention import OPERATOR_COPILOT_RETENTION, SOFT_DELETE_GRACE
-from memory.services import memory_forget, memory_write
+from memory.services import memory_forget, memory_pause, memory_write
+from tests.factories import (
+    NOW,
+    as_member,
+    as_system,
+    current,
+    draft,
+    scope_of,
+    written,
+)
 from tests.helpers_db import find_in_database
-from tests.memory.helpers import NOW, as_member, as_system, draft, grant_storage, scope_of
 
 pytestmark = pytest.mark.django_db
 
@@ -21,26 +30,14 @@ T0 = NOW
 DAY = timedelta(days=1)
 
 
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
-
-
-def write(member, body, *, at=T0, principal=None, **kw):
+def remembered(member, body, *, at=T0, **kw):
+    """A stored memory on the jobs' timeline, each on a subject of its own (no conflicts)."""
     kw.setdefault("subject", body)
-    outcome = memory_write(
-        principal=principal or as_member(member),
-        member=member,
-        draft=draft(member, body, **kw),
-        now=at,
-    )
-    assert outcome.written, outcome.reason
-    return outcome.entry
+    return written(member, body, now=at, **kw)
 
 
 def session(member, body, at=T0, sid="s-1"):
-    return write(
+    return remembered(
         member, body, at=at, kind="session", identifiers=scope_of(member, "session", sessionId=sid)
     )
 
@@ -63,7 +60,7 @@ def run(name: str, member, at, batch: int = 50) -> JobRun:
 def test_session_memory_is_summarised_at_its_lifetime_with_provenance(ready) -> None:
     first = session(ready, "zq-ret-1 we talked about gardening")
     second = session(ready, "zq-ret-2 tomatoes need sun", at=T0 + timedelta(hours=1))
-    profile = write(ready, "I live in Lyon")
+    profile = remembered(ready, "I live in Lyon")
 
     early = run("retention", ready, T0 + 7 * DAY - timedelta(seconds=1))
     assert early.counts["summarized"] == 0 and len(live(ready)) == 3
@@ -103,7 +100,7 @@ def test_operator_copilot_memory_is_flagged_for_review_at_14_days_once(
     ready, make_operator
 ) -> None:
     operator = make_operator("support")
-    note = write(
+    note = remembered(
         ready,
         "Operator note: prefers email",
         kind="operator-copilot",
@@ -121,8 +118,97 @@ def test_operator_copilot_memory_is_flagged_for_review_at_14_days_once(
     assert MemoryEntry.objects.filter(entry_id=note.entry_id, is_current=True).exists()
 
 
+def _copilot_note(member, operator, at=T0):
+    return remembered(
+        member,
+        "Operator note: prefers email",
+        at=at,
+        kind="operator-copilot",
+        identifiers=scope_of(member, "operator-copilot", operatorId=str(operator.public_id)),
+        origin="operator-copilot",
+        principal=as_system(member),
+    )
+
+
+def test_the_review_flag_is_a_column_of_the_current_revision(ready, make_operator) -> None:
+    note = _copilot_note(ready, make_operator("support"))
+    at = T0 + OPERATOR_COPILOT_RETENTION
+    run("retention", ready, at)
+    assert current(note.entry_id).retention_review_flagged_at == at
+    decisions = [
+        e
+        for e in AuditEvent.objects.filter(action__startswith="iris.governance.decision.")
+        if e.payload.get("operation") == "memory.retention_review_flag"
+    ]
+    assert len(decisions) == 1, "the flag was written without a governance decision"
+
+
+def test_the_audit_event_is_not_read_back_as_the_flag(ready, make_operator) -> None:
+    note = _copilot_note(ready, make_operator("support"))
+    run("retention", ready, T0 + OPERATOR_COPILOT_RETENTION)
+    assert AuditEvent.objects.filter(action=jobs.REVIEW_ACTION).count() == 1
+    # With the column cleared behind the job's back the entry is due again, although
+    # the audit chain still holds the event that flagged it.
+    MemoryEntry.objects.filter(entry_id=note.entry_id, is_current=True).update(
+        retention_review_flagged_at=None
+    )
+    again = run("retention", ready, T0 + OPERATOR_COPILOT_RETENTION + DAY)
+    assert again.counts["flagged"] == 1
+    assert AuditEvent.objects.filter(action=jobs.REVIEW_ACTION).count() == 2
+
+
+def test_a_person_acting_on_a_flagged_entry_clears_the_flag_and_restarts_the_clock(
+    ready, make_operator
+) -> None:
+    note = _copilot_note(ready, make_operator("support"))
+    flagged_at = T0 + OPERATOR_COPILOT_RETENTION
+    run("retention", ready, flagged_at)
+    acted_at = flagged_at + DAY
+    outcome = memory_pause(
+        principal=as_member(ready), member=ready, entry_id=note.entry_id, now=acted_at
+    )
+    assert outcome.written
+    assert current(note.entry_id).retention_review_flagged_at is None
+    # Not queued again the next night: the person's answer is fresh.
+    assert run("retention", ready, acted_at + DAY).counts["flagged"] == 0
+    # One envelope after the answer, the entry is due for review again.
+    later = run("retention", ready, acted_at + OPERATOR_COPILOT_RETENTION)
+    assert later.counts["flagged"] == 1
+    assert current(note.entry_id).retention_review_flagged_at == acted_at + (
+        OPERATOR_COPILOT_RETENTION
+    )
+
+
+def test_the_migration_copies_flags_from_the_old_audit_events(ready, make_operator) -> None:
+    from django.apps import apps
+    from django.db import transaction
+
+    from governance.audit import audit_record
+
+    migration = importlib.import_module("memory.migrations.0010_retention_review_flag")
+    operator = make_operator("support")
+    flagged = _copilot_note(ready, operator)
+    untouched = remembered(ready, "I live in Lyon")
+    flagged_at = T0 + OPERATOR_COPILOT_RETENTION
+    with transaction.atomic():
+        for at in (flagged_at, flagged_at + DAY):  # an older job could flag twice
+            audit_record(
+                actor=as_system(ready).actor,
+                action=migration.OLD_REVIEW_ACTION,
+                tenant_id=ready.tenant_id,
+                subject_ids=[flagged.entry_id, flagged.revision_id],
+                payload={"entryId": str(flagged.entry_id), "adapterScope": "operator_copilot"},
+                occurred_at=at,
+            )
+    migration.copy_flags_from_the_audit_chain(apps, None)
+    assert current(flagged.entry_id).retention_review_flagged_at == flagged_at
+    assert current(untouched.entry_id).retention_review_flagged_at is None
+    # So the job treats the entry as it did before: flagged once, not again.
+    assert run("retention", ready, flagged_at + 2 * DAY).counts["flagged"] == 0
+
+
 def test_admin_review_copies_are_purged_at_30_days(ready) -> None:
-    copy = write(
+    copy = remembered(
         ready, "zq-admin-copy review text", adapter_scope="admin_review", principal=as_system(ready)
     )
     assert run("retention", ready, T0 + 29 * DAY).counts["purged"] == 0
@@ -177,7 +263,7 @@ def test_retention_respects_the_batch(ready) -> None:
 
 
 def test_purge_removes_forgotten_text_after_grace_and_not_before(ready) -> None:
-    entry = write(ready, "zq-purge-canary my old address")
+    entry = remembered(ready, "zq-purge-canary my old address")
     memory_forget(principal=as_member(ready), member=ready, entry_id=entry.entry_id, now=T0)
     before = run("purge", ready, T0 + SOFT_DELETE_GRACE - timedelta(seconds=1))
     assert before.counts == {"entries": 0, "revisions": 0, "remaining": 0}
@@ -193,12 +279,12 @@ def test_purge_removes_forgotten_text_after_grace_and_not_before(ready) -> None:
 
 
 def inferred(member, body, at=T0):
-    return write(member, body, at=at, origin="model-inferred", session_id="s-9")
+    return remembered(member, body, at=at, origin="model-inferred", session_id="s-9")
 
 
 def test_decay_retires_an_unused_inference_just_past_the_threshold(ready) -> None:
     guess = inferred(ready, "Probably likes hiking")
-    stated = write(ready, "I like swimming")
+    stated = remembered(ready, "I like swimming")
     # weight = 2 ** -(age / 30 days); it drops below 0.1 at about 99.66 days.
     above = run("decay", ready, T0 + 99 * DAY)
     assert above.counts == {"retired": 0, "remaining": 0}
@@ -226,7 +312,7 @@ def test_decay_counts_use_a_used_inference_lives_longer(ready) -> None:
 
 
 def test_expire_closes_unanswered_questions(ready) -> None:
-    write(ready, "My favourite colour is blue", subject="favourite colour")
+    remembered(ready, "My favourite colour is blue", subject="favourite colour")
     outcome = memory_write(
         principal=as_member(ready),
         member=ready,
@@ -247,7 +333,7 @@ def test_expire_closes_unanswered_questions(ready) -> None:
 
 def test_run_job_command_prints_a_progress_bar(ready, capsys) -> None:
     for i in range(3):
-        entry = write(ready, f"forgotten thing {i}")
+        entry = remembered(ready, f"forgotten thing {i}")
         memory_forget(principal=as_member(ready), member=ready, entry_id=entry.entry_id, now=T0)
     call_command(
         "run_job",

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from governance.models import AuditEvent
 from memory.models import MemoryEntry
 from memory.services import memory_write
-from tests.memory.helpers import as_member, counts, draft, grant_storage, payload
+from tests.factories import as_member, counts, draft, grant_storage, payload
 
 pytestmark = pytest.mark.django_db
 PROBLEM = "application/problem+json"
@@ -345,12 +345,6 @@ def test_bad_input_is_400_naming_the_field(surface_api, world, endpoint) -> None
 
 
 # ----------------------------------------------------------------- the write contract
-
-
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
 
 
 def post(client: APIClient, body: dict[str, Any]):

@@ -7,16 +7,12 @@ from django.test import Client
 from django.urls import reverse
 
 from memory.models import MemoryEntry, OffTheRecord, PendingConflict
-from memory.services import memory_write
-from tests.memory.helpers import as_member, draft, grant_storage, scope_of
+from tests.factories import (
+    scope_of,
+    write,
+)
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
 
 
 @pytest.fixture
@@ -24,13 +20,6 @@ def browser(ready) -> Client:
     client = Client()
     client.force_login(ready)
     return client
-
-
-def write(member, body="My favourite colour is blue", **kw):
-    outcome = memory_write(
-        principal=as_member(member), member=member, draft=draft(member, body, **kw)
-    )
-    return outcome
 
 
 @pytest.fixture

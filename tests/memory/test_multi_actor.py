@@ -12,8 +12,7 @@ from governance.pipeline import HeldForApproval
 from governance.principal import Principal
 from memory.models import ActorHandle, ActorNamespace, MemoryEntry
 from memory.services import ActorMention, actor_handle_for, actors_forget, memory_write
-from tests.helpers_db import find_in_database
-from tests.memory.helpers import (
+from tests.factories import (
     as_member,
     as_surface,
     as_system,
@@ -23,14 +22,9 @@ from tests.memory.helpers import (
     mention,
     scope_of,
 )
+from tests.helpers_db import find_in_database
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
 
 
 def mention_write(member, body, name, **kw):

@@ -8,13 +8,12 @@ from consent.enums import Category
 from memory.models import InferenceObservation, MemoryEntry
 from memory.rules.promotion import PROMOTION_THRESHOLD
 from memory.services import memory_change_scope, memory_confirm, memory_write
-from tests.memory.helpers import (
+from tests.factories import (
     as_member,
     as_surface,
     current,
     draft,
     grant_category,
-    grant_storage,
     memory_audits,
     scope_of,
 )
@@ -22,12 +21,6 @@ from tests.memory.helpers import (
 pytestmark = pytest.mark.django_db
 
 INFERENCE = "My favourite drink is oat flat white"
-
-
-@pytest.fixture
-def ready(member):
-    grant_storage(member)
-    return member
 
 
 def infer(member, session, body=INFERENCE, category="preference", **kw):

@@ -43,6 +43,7 @@ from memory.recall.pipeline import (
     to_wire,
 )
 from memory.rules.scopes import key_from
+from tests.factories import recall_candidate, recall_request
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 TENANT = "t-1"
@@ -63,52 +64,11 @@ SESSION_KEY = f"session:{MEMBER}:s-1"
 
 
 def candidate(entry_id: str = "e-1", **overrides: Any) -> Candidate:
-    fields: dict[str, Any] = {
-        "entry_id": entry_id,
-        "tenant_id": TENANT,
-        "user_id": MEMBER,
-        "scope_kind": ScopeKind.PROFILE,
-        "scope_key": PROFILE_KEY,
-        "category": Category.PREFERENCE,
-        "body": "likes coffee in the morning",
-        "subject": None,
-        "origin": Origin.USER_STATED,
-        "lifecycle": Lifecycle.ACTIVE,
-        "suppression": None,
-        "multi_actor": None,
-        "provenance_chain": (
-            ProvenanceLink(ProvenanceKind.SESSION_TURN, "turn-1", NOW - timedelta(days=1)),
-        ),
-        "reference_count": 0,
-        "last_referenced_at": None,
-        "created_at": NOW - timedelta(days=10),
-        "updated_at": NOW - timedelta(days=1),
-        "revision": 1,
-        "external": False,
-    }
-    fields.update(overrides)
-    return Candidate(**fields)
+    return recall_candidate(entry_id, **{"now": NOW, **overrides})
 
 
 def request(**overrides: Any) -> RecallRequest:
-    fields: dict[str, Any] = {
-        "tenant_id": TENANT,
-        "user_id": MEMBER,
-        "scope_kind": ScopeKind.SESSION,
-        "scope_key": SESSION_KEY,
-        "query": "coffee",
-        "surface": RecallSurface.ASSISTANT,
-        "context": "general",
-        "crisis_frame": False,
-        "safety_critical_context": False,
-        "consented_categories": frozenset(),
-        "multi_actor_sensitive_consent": False,
-        "dsar_fulfillment": False,
-        "limit": None,
-        "now": NOW,
-    }
-    fields.update(overrides)
-    return RecallRequest(**fields)
+    return recall_request(**{"now": NOW, **overrides})
 
 
 def returned(result: RecallResult) -> list[str]:

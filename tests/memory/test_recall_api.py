@@ -12,8 +12,8 @@ from memory.models import MemoryEntry
 from memory.recall.models import RecallEvent
 from memory.recall.service import AUDIT_ACTION, POLICY_ID, _bump_references, recent_recalls
 from memory.services import memory_write
+from tests.factories import as_member, draft, grant_storage
 from tests.helpers_db import run_together
-from tests.memory.helpers import as_member, draft, grant_storage
 
 URL = "/api/v1/recall"
 PROBLEM = "application/problem+json"
@@ -143,7 +143,7 @@ def test_a_cloud_client_naming_no_tier_gets_cloud_and_personal_text_is_withheld(
 
 def test_a_request_cannot_widen_consent(surface_api, member) -> None:
     grant_storage(member)
-    from tests.memory.helpers import grant_category
+    from tests.factories import grant_category
 
     grant_category(member, "medical")
     memory_write(
@@ -168,7 +168,7 @@ def test_a_request_cannot_widen_consent(surface_api, member) -> None:
 
 def test_consent_missing_from_the_ledger_cannot_be_asserted(surface_api, member) -> None:
     grant_storage(member)
-    from tests.memory.helpers import grant_category
+    from tests.factories import grant_category
 
     grant_category(member, "medical")
     memory_write(
@@ -177,7 +177,7 @@ def test_consent_missing_from_the_ledger_cannot_be_asserted(surface_api, member)
         draft=draft(member, "I take insulin daily", category="medical"),
     )
     from consent.enums import category_consent_type
-    from tests.memory.helpers import grant
+    from tests.factories import grant
 
     grant(member, category_consent_type("medical"), status="revoked")
     data = surface_api.post(

@@ -24,6 +24,7 @@ from memory.recall import db as recall_db
 from memory.recall import pipeline as recall
 from memory.recall.ranking import semantic
 from memory.rules.lexical import Bm25Index
+from tests.factories import recall_request
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 WORDS = [
@@ -104,7 +105,8 @@ def _request(member: Any, draw: Any) -> recall.RecallRequest:
     kind, key = draw(
         st.sampled_from([("profile", f"profile:{uid}"), ("session", f"session:{uid}:s1")])
     )
-    return recall.RecallRequest(
+    return recall_request(
+        now=NOW,
         tenant_id=str(member.tenant_id),
         user_id=uid,
         scope_kind=kind,
@@ -118,9 +120,7 @@ def _request(member: Any, draw: Any) -> recall.RecallRequest:
             st.sampled_from([frozenset(), frozenset({"medical"}), frozenset({"medical", "safety"})])
         ),
         multi_actor_sensitive_consent=draw(st.booleans()),
-        dsar_fulfillment=False,
         limit=draw(st.sampled_from([None, 0, 1, 2, 3])),
-        now=NOW,
     )
 
 
@@ -245,21 +245,14 @@ def _profile_row(member: Any, i: int, body: str, updated: datetime, **extra: Any
 
 def _profile_request(member: Any, query: str, surface: str) -> recall.RecallRequest:
     uid = str(member.public_id)
-    return recall.RecallRequest(
+    return recall_request(
+        now=NOW,
         tenant_id=str(member.tenant_id),
         user_id=uid,
         scope_kind="profile",
         scope_key=f"profile:{uid}",
         query=query,
         surface=surface,
-        context="general",
-        crisis_frame=False,
-        safety_critical_context=False,
-        consented_categories=frozenset(),
-        multi_actor_sensitive_consent=False,
-        dsar_fulfillment=False,
-        limit=None,
-        now=NOW,
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from memory import screening, services
 from memory.services import ProvenanceRef
-from tests.memory.helpers import NOW, as_member, draft, grant_storage
+from tests.factories import NOW, as_member, draft, grant_storage
 
 pytestmark = pytest.mark.django_db
 

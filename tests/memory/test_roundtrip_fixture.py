@@ -17,7 +17,7 @@ import pytest
 from consent.enums import SENSITIVE_CATEGORIES, ConsentType, category_consent_type
 from memory.enums import Lifecycle, Origin
 from memory.models import MemoryEntry
-from tests.memory.helpers import grant, grant_storage
+from tests.factories import grant, grant_storage
 
 pytestmark = pytest.mark.django_db
 

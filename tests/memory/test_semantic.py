@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from consent.enums import Category
-from memory.enums import Lifecycle, Origin, RecallSurface, ScopeKind
+from memory.enums import ScopeKind
 from memory.recall.pipeline import Candidate, RecallRequest, jaccard_semantic, resolve, to_wire
 from memory.recall.ranking import embedding, semantic
 from memory.rules.lexical import Bm25Index
 from tests.conftest import need_service
+from tests.factories import recall_candidate, recall_request
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TENANT, MEMBER = "t-1", "u-1"
@@ -36,50 +36,16 @@ BODIES = {
 
 def candidate(entry_id: str, body: str, **overrides: Any) -> Candidate:
     stamp = NOW - timedelta(days=2)
-    fields: dict[str, Any] = {
-        "entry_id": entry_id,
-        "tenant_id": TENANT,
-        "user_id": MEMBER,
-        "scope_kind": ScopeKind.PROFILE,
-        "scope_key": f"profile:{MEMBER}",
-        "category": Category.PREFERENCE,
-        "body": body,
-        "subject": None,
-        "origin": Origin.USER_STATED,
-        "lifecycle": Lifecycle.ACTIVE,
-        "suppression": None,
-        "multi_actor": None,
-        "provenance_chain": (),
-        "reference_count": 0,
-        "last_referenced_at": None,
-        "created_at": stamp,
-        "updated_at": stamp,
-        "revision": 1,
-        "external": False,
-    }
-    fields.update(overrides)
-    return Candidate(**fields)
+    fields: dict[str, Any] = {"provenance_chain": (), "created_at": stamp, "updated_at": stamp}
+    return recall_candidate(entry_id, now=NOW, body=body, **{**fields, **overrides})
 
 
 CANDIDATES = [candidate(i, b) for i, b in BODIES.items()]
 
 
 def request(query: str) -> RecallRequest:
-    return RecallRequest(
-        tenant_id=TENANT,
-        user_id=MEMBER,
-        scope_kind=ScopeKind.PROFILE,
-        scope_key=f"profile:{MEMBER}",
-        query=query,
-        surface=RecallSurface.ASSISTANT,
-        context="general",
-        crisis_frame=False,
-        safety_critical_context=False,
-        consented_categories=frozenset(),
-        multi_actor_sensitive_consent=False,
-        dsar_fulfillment=False,
-        limit=None,
-        now=NOW,
+    return recall_request(
+        now=NOW, scope_kind=ScopeKind.PROFILE, scope_key=f"profile:{MEMBER}", query=query
     )
 
 
