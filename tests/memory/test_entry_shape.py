@@ -24,7 +24,7 @@ from memory.services import (
     memory_correct,
     memory_write,
 )
-from tests.memory.helpers import as_member, draft, grant_category, grant_storage
+from tests.factories import as_member, draft, grant_category, grant_storage
 
 RECALL = "/api/v1/recall"
 QUERY = "which coffee helps my migraine"

@@ -16,7 +16,7 @@ from memory.recall.models import MemoryEmbedding
 from memory.recall.ranking import embedding, semantic
 from memory.services import memory_write
 from tests.conftest import need_service
-from tests.memory.helpers import as_member, draft, grant_storage
+from tests.factories import as_member, draft, grant_storage
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from governance.services import surface_client_create
 from memory.recall.service import AUDIT_ACTION, destination_tier
 from memory.services import memory_write
 from tests.conftest import SYSTEM
-from tests.memory.helpers import as_member, draft, grant_storage
+from tests.factories import as_member, draft, grant_storage
 
 pytestmark = pytest.mark.django_db
 
