@@ -27,6 +27,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from consent.enums import AdapterScope, ConsentType
+from governance.actions import AuditAction, stored_names
 from governance.audit import audit_record
 from governance.errors import Conflict, NotFound
 from governance.models import AuditEvent, JobRun, User
@@ -62,8 +63,8 @@ CASCADE_BATCH = 50
 SUMMARY_MAX_SOURCES = 50
 SUMMARY_MAX_CHARS = 4000
 SUMMARY_SEPARATOR = " · "
-REVIEW_ACTION = "iris.memory.entry.retention_review_due"
-CASCADE_ACTION = "iris.memory.consent_cascade.completed"
+REVIEW_ACTION = AuditAction.MEMORY_ENTRY_RETENTION_REVIEW_FLAGGED
+CASCADE_ACTION = AuditAction.MEMORY_CONSENT_CASCADE_COMPLETED
 POLICY_ID = "iris-memory-jobs-v1"
 
 # Lifecycles a job may still act on; tombstoned entries belong to the purge.
@@ -210,7 +211,9 @@ def _flagged_for_review(tenant_id: uuid.UUID) -> set[uuid.UUID]:
     # A flag stays until a person acts on the entry; the audit chain is the flag's record.
     return {
         uuid.UUID(value)
-        for value in AuditEvent.objects.filter(tenant_id=tenant_id, action=REVIEW_ACTION)
+        for value in AuditEvent.objects.filter(
+            tenant_id=tenant_id, action__in=stored_names(REVIEW_ACTION)
+        )
         .values_list("payload__entryId", flat=True)
         .distinct()
         if value

@@ -43,6 +43,7 @@ from django.utils import timezone
 from consent.enums import CATEGORY_CONSENT_PREFIX, ConsentType
 from consent.selectors import active_consent_types
 from governance import after_response, plainsql
+from governance.actions import AuditAction
 from governance.audit import audit_record_many
 from governance.classify import Classification, Tier, classify_text, strictest
 from governance.egress import (
@@ -65,7 +66,7 @@ from memory.recall.models import MemoryEmbedding, RecallEvent
 from memory.recall.ranking import embedding, semantic
 from memory.selectors import surface_adapter_scopes
 
-AUDIT_ACTION = "memory.recall.resolved"
+AUDIT_ACTION = AuditAction.MEMORY_RECALL_RESOLVED
 POLICY_ID = "iris-memory-recall-v1"
 OPERATION = "memory.recall"
 
