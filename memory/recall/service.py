@@ -10,7 +10,7 @@
    counted by reason in `suppressionCounts`; governance `post_recall` checks what is left;
 5. the answer: `recall.to_wire`, bodies scrubbed of credentials, governance `pre_response`;
 6. before the answer leaves, in one INSERT: the governance decisions and the
-   `memory.recall.resolved` audit event (which names every returned entry);
+   `iris.memory.recall.resolved` audit event (which names every returned entry);
 7. in the same transaction as 6, still before the answer leaves: the surfaced entries'
    `referenceCount`/`lastReferencedAt` and the member's recall history (one statement on
    PostgreSQL). They were once written after the answer, from a per-thread queue that a
