@@ -39,6 +39,8 @@ from consent.models import ConsentEvent, ConsentEventBody
 from consent.selectors import ledger_event
 from consent.signals import sensitive_consent_revoked
 from consent.terms import TERMS, current_terms, terms
+from governance.actions import AuditAction
+from governance.after_commit import after_commit
 from governance.approvals import Resume
 from governance.audit import audit_record
 from governance.effects import run_destructive
@@ -234,7 +236,7 @@ def _purge_in_one_transaction(
             ).delete()
         audit_record(
             actor=principal.actor,
-            action="iris.consent.events.purged",
+            action=AuditAction.CONSENT_EVENTS_PURGED,
             tenant_id=member.tenant_id,
             policy_id=POLICY_ID,
             reason_code="data-rights-erasure",
@@ -391,7 +393,7 @@ def _append(
         cascade = ledger.cascade_due(history, event)
         audit_record(
             actor=principal.actor,
-            action="iris.consent.event.appended",
+            action=AuditAction.CONSENT_EVENT_APPENDED,
             tenant_id=member.tenant_id,
             policy_id=POLICY_ID,
             reason_code="revocation-cascade" if cascade else "",
@@ -407,18 +409,14 @@ def _append(
             },
         )
         if cascade:
-            transaction.on_commit(
-                partial(
-                    _announce_revocation,
-                    tenant_id=member.tenant_id,
-                    member_id=member.pk,
-                    member_public_id=member.public_id,
-                    consent_type=event.consent_type,
-                    categories=sorted(
-                        str(c) for c in ledger.cascade_categories(event.consent_type)
-                    ),
-                    event_id=row.id,
-                )
+            after_commit(
+                _announce_revocation,
+                tenant_id=member.tenant_id,
+                member_id=member.pk,
+                member_public_id=member.public_id,
+                consent_type=event.consent_type,
+                categories=sorted(str(c) for c in ledger.cascade_categories(event.consent_type)),
+                event_id=row.id,
             )
     return row
 

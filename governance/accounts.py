@@ -19,6 +19,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from governance import keys, vault
+from governance.actions import AuditAction
 from governance.audit import Actor, audit_record
 from governance.errors import Conflict
 from governance.models import AuditEvent, OperatorTotp, User
@@ -61,7 +62,7 @@ def login_succeeded_record(*, request: HttpRequest | None, user: User) -> None:
     with transaction.atomic():
         audit_record(
             actor=Actor("operator", str(user.public_id)),
-            action="iris.account.login.succeeded",
+            action=AuditAction.ACCOUNT_LOGIN_SUCCEEDED,
             tenant_id=user.tenant_id,
             policy_id=POLICY,
             reason_code="totp" if _has_totp(user) else "password",
@@ -84,7 +85,7 @@ def login_failed_record(
     with transaction.atomic():
         audit_record(
             actor=LOGIN_ACTOR,
-            action="iris.account.login.failed",
+            action=AuditAction.ACCOUNT_LOGIN_FAILED,
             tenant_id=user.tenant_id if user else None,
             policy_id=POLICY,
             severity=AuditEvent.Severity.WARNING if user and user.is_operator else "info",
@@ -95,7 +96,7 @@ def login_failed_record(
         if lockout_began:
             audit_record(
                 actor=LOGIN_ACTOR,
-                action="iris.account.login.locked_out",
+                action=AuditAction.ACCOUNT_LOGIN_LOCKED_OUT,
                 tenant_id=user.tenant_id if user else None,
                 policy_id=POLICY,
                 severity=AuditEvent.Severity.WARNING,
@@ -168,7 +169,7 @@ def totp_enrolment_start(*, actor: Actor, user: User) -> TotpEnrolment:
         OperatorTotp.objects.create(user=user, secret_handle=handle)
         audit_record(
             actor=actor,
-            action="iris.account.totp.enrolment_started",
+            action=AuditAction.ACCOUNT_TOTP_ENROLMENT_STARTED,
             tenant_id=user.tenant_id,
             policy_id=POLICY,
             subject_ids=[user.public_id],
@@ -214,7 +215,7 @@ def totp_enrolment_confirm(*, actor: Actor, user: User, code: str) -> bool:
         row.save(update_fields=["confirmed_at", "last_used_step"])
         audit_record(
             actor=actor,
-            action="iris.account.totp.enrolled",
+            action=AuditAction.ACCOUNT_TOTP_ENROLLED,
             tenant_id=user.tenant_id,
             policy_id=POLICY,
             subject_ids=[user.public_id],
@@ -251,7 +252,7 @@ def totp_reset(*, actor: Actor, user: User) -> bool:
         vault.vault_delete(handle, tenant=user.tenant, owner=user, actor=actor)
         audit_record(
             actor=actor,
-            action="iris.account.totp.reset",
+            action=AuditAction.ACCOUNT_TOTP_RESET,
             tenant_id=user.tenant_id,
             policy_id=POLICY,
             subject_ids=[user.public_id],

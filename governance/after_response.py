@@ -2,13 +2,15 @@
 
 Only work whose loss costs nothing belongs here: today, building a worker's recall
 snapshot of a member (`memory.recall.snapshot.warm`), which the next recall rebuilds if
-it never ran. Records (usage counters, recall history, audit) commit with the answer's own
-transaction instead: a worker killed between sending the answer and running this queue
-loses the queue (docs/decisions/hardening-controls.md).
+it never ran, and the audit seal of the request's commits (`governance.audit`), which
+the beat task's sweep does if it never ran. Records (usage counters, recall history,
+audit) commit with the answer's own transaction instead: a worker killed between sending
+the answer and running this queue loses the queue (docs/decisions/hardening-controls.md).
 
 Inside a request, `defer` queues such work and `request_finished` (which the server sends
 once it has written the answer) runs it; outside a request it runs at once, so jobs and
-tests see it done when the call returns.
+tests see it done when the call returns. Work that must wait for a commit instead goes
+through `governance.after_commit`.
 
 The supported deployment is WSGI (gunicorn, docs/performance.md). The queue is a context
 variable rather than a thread-local, so under ASGI, where Django sends the request signals
@@ -37,11 +39,13 @@ def request_began(**_: Any) -> None:
     _queue.set([])
 
 
-def defer(work: Callable[[], None]) -> None:
+def defer(work: Callable[[], None], *, once: bool = False) -> None:
+    """Run `work` once the answer has gone out (at once outside a request). With `once`,
+    work already queued by this request is not queued again."""
     queue = _queue.get()
     if queue is None:
         work()
-    else:
+    elif not (once and any(queued is work for queued in queue)):
         queue.append(work)
 
 

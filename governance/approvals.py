@@ -58,6 +58,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from governance.actions import AuditAction
 from governance.audit import Actor, audit_record
 from governance.effects import (
     ArgumentsNotStorable,
@@ -185,7 +186,7 @@ def consume(approval: Approval) -> bool:
     if spent:
         audit_record(
             actor=_system_actor(),
-            action="iris.governance.approval.consumed",
+            action=AuditAction.GOVERNANCE_APPROVAL_CONSUMED,
             tenant_id=approval.tenant_id,
             policy_id=POLICY_ID,
             reason_code=approval.reason_code,
@@ -244,7 +245,7 @@ def hold(
         )
         audit_record(
             actor=op.principal.actor,
-            action="iris.governance.approval.requested",
+            action=AuditAction.GOVERNANCE_APPROVAL_REQUESTED,
             tenant_id=op.tenant_id,
             policy_id=POLICY_ID,
             reason_code=reason_code,
@@ -372,7 +373,9 @@ def approval_decide(
         approval.save(update_fields=["status", "decided_at", "decided_by"])
         audit_record(
             actor=principal.actor,
-            action=f"iris.governance.approval.{approval.status}",
+            action=AuditAction.GOVERNANCE_APPROVAL_APPROVED
+            if approval.status == Approval.Status.APPROVED
+            else AuditAction.GOVERNANCE_APPROVAL_DENIED,
             tenant_id=approval.tenant_id,
             policy_id=POLICY_ID,
             reason_code=approval.reason_code,
@@ -461,7 +464,7 @@ def approvals_expire(*, now: datetime | None = None, batch: int = 500) -> int:
             if changed:
                 audit_record(
                     actor=_system_actor(),
-                    action="iris.governance.approval.expired",
+                    action=AuditAction.GOVERNANCE_APPROVAL_EXPIRED,
                     tenant_id=tenant_id,
                     policy_id=POLICY_ID,
                     reason_code=reason_code,

@@ -16,15 +16,12 @@ class GovernanceConfig(AppConfig):
         from django.core.signals import request_finished, request_started
 
         from governance import after_response
-        from governance.audit import request_began, seal_after_response
 
-        request_started.connect(request_began, dispatch_uid="iris-audit-request-began")
         request_started.connect(
             after_response.request_began, dispatch_uid="iris-after-response-began"
         )
-        # Before the audit seal: deferred work may commit, and its seal then rides along.
+        # The audit seal of a request's commits is deferred work too (governance.audit).
         request_finished.connect(after_response.run_deferred, dispatch_uid="iris-after-response")
-        request_finished.connect(seal_after_response, dispatch_uid="iris-audit-seal-after")
 
         from governance.checks import register_kernel_checks
 

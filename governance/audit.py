@@ -27,7 +27,9 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
-from governance import keys, plainsql
+from governance import after_response, keys, plainsql
+from governance.actions import AuditAction
+from governance.after_commit import after_commit
 from governance.models import AuditEvent, AuditSeal
 
 log = logging.getLogger(__name__)
@@ -113,7 +115,7 @@ def _check_payload(payload: Mapping[str, Any], path: str = "payload") -> None:
 def audit_record(
     *,
     actor: Actor,
-    action: str,
+    action: AuditAction,
     tenant_id: uuid.UUID | str | None,
     policy_id: str = "",
     severity: str = AuditEvent.Severity.INFO,
@@ -188,7 +190,7 @@ def _write(events: list[AuditEvent]) -> None:
 def _event(
     *,
     actor: Actor,
-    action: str,
+    action: AuditAction,
     tenant_id: uuid.UUID | str | None,
     policy_id: str = "",
     severity: str = AuditEvent.Severity.INFO,
@@ -217,19 +219,18 @@ def _event(
 
 
 _last_seal = 0.0
-# Within a request, the seal waits until the answer has gone out (`seal_after_response`):
-# a seal of a busy chain took 14.5 ms, once a second in each worker, and it sat inside
-# whichever request committed at that moment, which is what a p95 is made of.
-_request = threading.local()
 
 
 def _seal_after_commit() -> None:
+    # Within a request the seal waits until the answer has gone out: a seal of a busy
+    # chain sat inside whichever request committed at that moment. One per request.
+    after_response.defer(_seal_now, once=True)
+
+
+def _seal_now() -> None:
     # Sealing is cheap but not free; under load one seal per interval per process chains
     # everyone's events in a batch, and the beat task sweeps up whatever is left.
     global _last_seal
-    if getattr(_request, "active", False):
-        _request.seal = True
-        return
     now = time.monotonic()
     if now - _last_seal < settings.IRIS_AUDIT_SEAL_INTERVAL:
         return
@@ -242,30 +243,9 @@ def _seal_after_commit() -> None:
         log.exception("audit seal after commit failed")
 
 
-def request_began(**_: Any) -> None:
-    """`request_started`: commits from here on leave their seal to `seal_after_response`."""
-    _request.active = True
-    _request.seal = False
-
-
-def seal_after_response(**_: Any) -> None:
-    """`request_finished` (sent once the server has written the answer): the seal a commit
-    of this request asked for."""
-    wanted = getattr(_request, "seal", False)
-    _request.active = False
-    _request.seal = False
-    if wanted:
-        _seal_after_commit()
-
-
 def _request_seal_after_commit() -> None:
-    if not connection.in_atomic_block:
-        _seal_after_commit()
-        return
     # One seal per transaction, however many events it records.
-    if any(entry[1] is _seal_after_commit for entry in connection.run_on_commit):
-        return
-    transaction.on_commit(_seal_after_commit)
+    after_commit(_seal_after_commit, once=True)
 
 
 def _chain_of(event: AuditEvent) -> str:

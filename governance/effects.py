@@ -43,6 +43,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from governance.actions import AuditAction
 from governance.audit import canonical_json, sha256_hex
 from governance.errors import IrisError
 from governance.kernel_models import SideEffect
@@ -192,7 +193,7 @@ def _refuse(op: Operation, reason_code: str, detail: str) -> Denied:
         with transaction.atomic():
             audit_record(
                 actor=op.principal.actor,
-                action="iris.governance.decision.deny",
+                action=AuditAction.GOVERNANCE_DECISION_DENY,
                 tenant_id=op.tenant_id,
                 policy_id=POLICY_ID,
                 severity="warning",
@@ -432,7 +433,9 @@ def side_effects_resume(
         with transaction.atomic():
             audit_record(
                 actor=Principal.system("resume_operations").actor,
-                action="iris.governance.side_effect." + ("failed" if code else "completed"),
+                action=AuditAction.GOVERNANCE_SIDE_EFFECT_FAILED
+                if code
+                else AuditAction.GOVERNANCE_SIDE_EFFECT_COMPLETED,
                 tenant_id=row.tenant_id,
                 policy_id=POLICY_ID,
                 severity="warning" if code else "info",

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from django.db import transaction
 
+from governance.actions import decision_action
 from governance.audit import audit_record, audit_record_many
 from governance.errors import IrisError, ValidationFailed
 from governance.principal import Principal
@@ -185,7 +186,7 @@ def _record_fields(
     verdict = stop.verdict.value if stop else Verdict.ALLOW.value
     return {
         "actor": op.principal.actor,
-        "action": f"iris.governance.decision.{verdict}",
+        "action": decision_action(verdict),
         "tenant_id": op.tenant_id,
         "policy_id": POLICY_ID,
         "severity": "warning" if stop else "info",

@@ -44,6 +44,7 @@ from django.db.models import F, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from governance.actions import AuditAction
 from governance.approvals import ask_owner, consume, matching_approval, taint_card
 from governance.audit import audit_record, canonical_json, sha256_hex
 from governance.checks import secret_denial
@@ -230,7 +231,7 @@ def run_step_record(
         )
         audit_record(
             actor=principal.actor,
-            action="iris.governance.run.step_recorded",
+            action=AuditAction.GOVERNANCE_RUN_STEP_RECORDED,
             tenant_id=principal.tenant_id,
             policy_id=POLICY_ID,
             reason_code="external-content" if read_external_content else "",

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
+from governance.actions import AuditAction
 from governance.audit import Actor, audit_record
 from governance.auth import hash_token, new_token
 from governance.errors import Conflict, NotFound, ValidationFailed
@@ -28,7 +29,7 @@ def tenant_create(*, actor: Actor, slug: str, name: str) -> Tenant:
         tenant = Tenant.objects.create(slug=slug, name=name)
         audit_record(
             actor=actor,
-            action="iris.tenant.created",
+            action=AuditAction.GOVERNANCE_TENANT_CREATED,
             tenant_id=tenant.id,
             policy_id=POLICY,
             subject_ids=[tenant.id],
@@ -75,7 +76,7 @@ def user_create(
                 assign_perm(f"governance.{perm}", user, tenant)
         audit_record(
             actor=actor,
-            action="iris.user.created",
+            action=AuditAction.GOVERNANCE_USER_CREATED,
             tenant_id=tenant.id,
             policy_id=POLICY,
             reason_code=role,
@@ -122,7 +123,7 @@ def surface_client_create(
         )
         audit_record(
             actor=actor,
-            action="iris.surface_client.created",
+            action=AuditAction.GOVERNANCE_SURFACE_CLIENT_CREATED,
             tenant_id=tenant.id,
             policy_id=POLICY,
             reason_code=surface,
@@ -151,7 +152,7 @@ def surface_client_revoke(*, actor: Actor, client_id: uuid.UUID) -> SurfaceClien
         client.save(update_fields=["revoked_at"])
         audit_record(
             actor=actor,
-            action="iris.surface_client.revoked",
+            action=AuditAction.GOVERNANCE_SURFACE_CLIENT_REVOKED,
             tenant_id=client.tenant_id,
             policy_id=POLICY,
             reason_code=client.surface,

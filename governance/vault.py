@@ -28,6 +28,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance import pii
+from governance.actions import AuditAction
 from governance.audit import Actor, audit_record
 from governance.errors import IrisError, NotFound, ValidationFailed
 from governance.keys import multifernet
@@ -132,7 +133,7 @@ def vault_put(
         )
         audit_record(
             actor=actor or Actor.system("vault"),
-            action="iris.vault.secret.stored",
+            action=AuditAction.VAULT_SECRET_STORED,
             tenant_id=tenant.pk if tenant else None,
             policy_id=POLICY,
             reason_code=purpose,
@@ -160,7 +161,7 @@ def vault_delete(
         if deleted:
             audit_record(
                 actor=actor or Actor.system("vault"),
-                action="iris.vault.secret.deleted",
+                action=AuditAction.VAULT_SECRET_DELETED,
                 tenant_id=tenant.pk if tenant else None,
                 policy_id=POLICY,
                 subject_ids=[secret_id, *([owner.public_id] if owner else [])],
@@ -179,7 +180,7 @@ def vault_purge_owner(*, tenant: Tenant, owner: User, actor: Actor | None = None
         deleted, _ = _scoped(tenant=tenant, owner=owner).delete()
         audit_record(
             actor=actor or Actor.system("vault"),
-            action="iris.vault.owner.purged",
+            action=AuditAction.VAULT_OWNER_PURGED,
             tenant_id=tenant.pk,
             policy_id=POLICY,
             subject_ids=[owner.public_id],
@@ -334,7 +335,7 @@ def rotate_all(batch: int = 500) -> int:
     with transaction.atomic():
         audit_record(
             actor=Actor.system("rotate_keys"),
-            action="iris.vault.keys.rotated",
+            action=AuditAction.VAULT_KEYS_ROTATED,
             tenant_id=None,
             policy_id=POLICY,
             payload={"rotated": rotated},

@@ -28,6 +28,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from consent.enums import AdapterScope, ConsentType
+from governance.actions import AuditAction
 from governance.audit import audit_record
 from governance.errors import Conflict, NotFound
 from governance.models import JobRun, User
@@ -63,8 +64,8 @@ CASCADE_BATCH = 50
 SUMMARY_MAX_SOURCES = 50
 SUMMARY_MAX_CHARS = 4000
 SUMMARY_SEPARATOR = " · "
-REVIEW_ACTION = "iris.memory.entry.retention_review_flagged"
-CASCADE_ACTION = "iris.memory.consent_cascade.completed"
+REVIEW_ACTION = AuditAction.MEMORY_ENTRY_RETENTION_REVIEW_FLAGGED
+CASCADE_ACTION = AuditAction.MEMORY_CONSENT_CASCADE_COMPLETED
 POLICY_ID = "iris-memory-jobs-v1"
 
 # Lifecycles a job may still act on; tombstoned entries belong to the purge.

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from consent.signals import sensitive_consent_revoked
+from governance.after_commit import after_commit
 
 DISPATCH_UID = "memory.receivers.cascade_on_revocation"
 
@@ -26,9 +27,9 @@ def cascade_on_revocation(
     event_id: uuid.UUID,
     **_: Any,
 ) -> None:
-    from memory.tasks import cascade_consent_revocation, queue_after_commit
+    from memory.tasks import cascade_consent_revocation
 
-    queue_after_commit(
+    after_commit(
         cascade_consent_revocation,
         tenant_id=str(tenant_id),
         member_id=int(member_id),

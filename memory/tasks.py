@@ -9,24 +9,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from functools import partial
 from typing import Any
 
 from celery import shared_task
-from django.db import transaction
 
 from governance.models import Tenant
 from memory import jobs
 from memory.recall import snapshot as recall_snapshot
 
 TASK_OPTIONS: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True}
-
-
-def queue_after_commit(task: Any, **kwargs: Any) -> None:
-    """Enqueue `task` once the current transaction commits (at once outside one).
-
-    Arguments must be JSON values (ids as strings): the broker serialises to JSON."""
-    transaction.on_commit(partial(task.apply_async, kwargs=kwargs))
 
 
 @shared_task(name="memory.tasks.cascade_consent_revocation", **TASK_OPTIONS)

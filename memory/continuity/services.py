@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from governance.actions import AuditAction
 from governance.audit import audit_record
 from governance.errors import NotFound, invalid
 from governance.models import JobRun, User
@@ -93,7 +94,7 @@ def _govern(
 def _audit(
     principal: Principal,
     member: User,
-    action: str,
+    action: AuditAction,
     *,
     subject_ids: Iterable[Any] = (),
     reason_code: str = "",
@@ -216,7 +217,9 @@ def continuation_token_write(
         _audit(
             principal,
             member,
-            f"iris.memory.continuation.{result.outcome.value}",
+            AuditAction.MEMORY_CONTINUATION_WRITTEN
+            if result.outcome is rules.Outcome.WRITTEN
+            else AuditAction.MEMORY_CONTINUATION_SUPERSEDED,
             subject_ids=[result.token.id],
             reason_code="device-conflict" if result.conflict_with else "",
             payload={
@@ -234,7 +237,7 @@ def continuation_token_write(
 
 
 def _delete(
-    principal: Principal, member: User, ids: list[uuid.UUID], action: str, reason: str
+    principal: Principal, member: User, ids: list[uuid.UUID], action: AuditAction, reason: str
 ) -> int:
     deleted, _ = ContinuationToken.objects.filter(
         tenant_id=member.tenant_id, member=member, pk__in=ids
@@ -280,7 +283,7 @@ def continuation_tokens_purge_unconsented(
         record_pending(decided)
         ids = _unconsented(member, revoked, lock=True)
         return _delete(
-            principal, member, ids, "iris.memory.continuation.purged", "consent-not-current"
+            principal, member, ids, AuditAction.MEMORY_CONTINUATION_PURGED, "consent-not-current"
         )
 
 
@@ -300,7 +303,7 @@ def continuation_tokens_forget(*, principal: Principal, member: User) -> int:
             .select_for_update()
             .values_list("id", flat=True)
         )
-        return _delete(principal, member, ids, "iris.memory.continuation.forgotten", "forget")
+        return _delete(principal, member, ids, AuditAction.MEMORY_CONTINUATION_FORGOTTEN, "forget")
 
 
 def continuation_tokens_expire(
@@ -346,7 +349,7 @@ def continuation_tokens_expire(
                 count, _ = expired.filter(id__in=ids).delete()
                 audit_record(
                     actor=principal.actor,
-                    action="iris.memory.continuation.expired",
+                    action=AuditAction.MEMORY_CONTINUATION_EXPIRED,
                     tenant_id=tenant_id,
                     policy_id=POLICY_ID,
                     reason_code="ttl",

@@ -10,7 +10,7 @@
    counted by reason in `suppressionCounts`; governance `post_recall` checks what is left;
 5. the answer: `recall.to_wire`, bodies scrubbed of credentials, governance `pre_response`;
 6. before the answer leaves, in one INSERT: the governance decisions and the
-   `memory.recall.resolved` audit event (which names every returned entry);
+   `iris.memory.recall.resolved` audit event (which names every returned entry);
 7. in the same transaction as 6, still before the answer leaves: the surfaced entries'
    `referenceCount`/`lastReferencedAt` and the member's recall history (one statement on
    PostgreSQL). They were once written after the answer, from a per-thread queue that a
@@ -44,6 +44,7 @@ from django.utils import timezone
 from consent.enums import CATEGORY_CONSENT_PREFIX, ConsentType
 from consent.selectors import active_consent_types
 from governance import after_response, plainsql
+from governance.actions import AuditAction
 from governance.audit import audit_record_many
 from governance.classify import Classification, Tier, classify_text, strictest
 from governance.egress import (
@@ -67,7 +68,7 @@ from memory.recall.ranking import embedding, semantic
 from memory.rules import scopes
 from memory.selectors import surface_adapter_scopes
 
-AUDIT_ACTION = "memory.recall.resolved"
+AUDIT_ACTION = AuditAction.MEMORY_RECALL_RESOLVED
 POLICY_ID = "iris-memory-recall-v1"
 OPERATION = "memory.recall"
 

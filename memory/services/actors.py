@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from governance.actions import AuditAction
 from governance.effects import run_destructive
 from governance.idempotency import forget_subject
 from governance.models import User
@@ -154,7 +155,7 @@ def _actors_forget(
         _audit(
             principal,
             member,
-            "iris.memory.actor.forgotten",
+            AuditAction.MEMORY_ACTOR_FORGOTTEN,
             subject_ids=[e.entry_id for e in live],
             reason_code="forget-all-mentions",
             payload={

@@ -23,6 +23,7 @@ from consent.enums import (
 from consent.policy import blueprint
 from consent.selectors import consent_overview
 from governance import keys, plainsql
+from governance.actions import AuditAction
 from governance.audit import audit_record
 from governance.errors import Conflict, NotFound, ValidationFailed, invalid
 from governance.idempotency import forget_subject
@@ -541,7 +542,7 @@ def _revision_payload(entry: MemoryEntry, **extra: Any) -> dict[str, Any]:
 def _audit(
     principal: Principal,
     member: User,
-    action: str,
+    action: AuditAction,
     *,
     subject_ids: Iterable[Any] = (),
     reason_code: str = "",
@@ -808,7 +809,7 @@ def _tombstone(
     _audit(
         principal,
         member,
-        "iris.memory.entry.forgotten",
+        AuditAction.MEMORY_ENTRY_FORGOTTEN,
         subject_ids=[tombstone.entry_id, tombstone.revision_id],
         reason_code=reason_code,
         payload=_revision_payload(tombstone),
@@ -886,7 +887,7 @@ def _written(
     entry: MemoryEntry,
     *,
     reason: str,
-    action: str = "iris.memory.entry.written",
+    action: AuditAction = AuditAction.MEMORY_ENTRY_WRITTEN,
     **extra: Any,
 ) -> WriteOutcome:
     _audit(

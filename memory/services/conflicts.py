@@ -13,6 +13,7 @@ from django.utils import timezone
 from consent.enums import (
     AdapterScope,
 )
+from governance.actions import AuditAction
 from governance.errors import Conflict, NotFound
 from governance.idempotency import forget_subject
 from governance.models import User
@@ -195,7 +196,7 @@ def memory_conflict_answer(
             _audit(
                 principal,
                 member,
-                "iris.memory.conflict.answered",
+                AuditAction.MEMORY_CONFLICT_ANSWERED,
                 subject_ids=[conflict.entry_id, conflict.id],
                 reason_code=conflict.rule,
                 payload=payload,
@@ -204,7 +205,7 @@ def memory_conflict_answer(
                 _audit(
                     principal,
                     member,
-                    "iris.memory.entry.written",
+                    AuditAction.MEMORY_ENTRY_WRITTEN,
                     subject_ids=[outcome.entry.entry_id, outcome.entry.revision_id],
                     reason_code="conflict-answered-update",
                     payload=_revision_payload(outcome.entry),
@@ -290,7 +291,7 @@ def pending_conflicts_expire(
                 _audit(
                     principal,
                     member,
-                    "iris.memory.conflict.expired",
+                    AuditAction.MEMORY_CONFLICT_EXPIRED,
                     subject_ids=ids,
                     payload={"count": count},
                 )

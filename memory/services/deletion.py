@@ -14,6 +14,7 @@ from django.utils import timezone
 from consent.enums import (
     Category,
 )
+from governance.actions import AuditAction
 from governance.effects import run_destructive
 from governance.models import User
 from governance.pipeline import (
@@ -151,7 +152,7 @@ def _hard_delete(
                 _audit(
                     principal,
                     member,
-                    "iris.memory.entry.hard_deleted",
+                    AuditAction.MEMORY_ENTRY_HARD_DELETED,
                     subject_ids=[entry_id, *(r.revision_id for r in rows)],
                     reason_code=reason_code,
                     payload={

@@ -10,6 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from governance.actions import AuditAction
 from governance.errors import Conflict
 from governance.models import User
 from governance.pipeline import (
@@ -149,7 +150,7 @@ def memory_pause(
             },
         )
         return _written(
-            principal, member, revision, reason="user-pause", action="iris.memory.entry.paused"
+            principal, member, revision, reason="user-pause", action=AuditAction.MEMORY_ENTRY_PAUSED
         )
 
 
@@ -202,7 +203,7 @@ def memory_resume(
         )
         reason_code = "user-resume" if principal.kind == "member" else f"{principal.kind}-resume"
         return _written(
-            principal, member, revision, reason=reason_code, action="iris.memory.entry.resumed"
+            principal, member, revision, reason=reason_code, action=AuditAction.MEMORY_ENTRY_RESUMED
         )
 
 
@@ -315,7 +316,7 @@ def memory_change_scope(
                 member,
                 copy,
                 reason=change.reason_code,
-                action="iris.memory.entry.scope_changed",
+                action=AuditAction.MEMORY_ENTRY_SCOPE_CHANGED,
                 sourceEntryId=str(entry.entry_id),
             )
         fields = dict(scope_fields)
@@ -344,6 +345,6 @@ def memory_change_scope(
             member,
             revision,
             reason=change.reason_code,
-            action="iris.memory.entry.scope_changed",
+            action=AuditAction.MEMORY_ENTRY_SCOPE_CHANGED,
             **extra,
         )

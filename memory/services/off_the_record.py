@@ -12,6 +12,7 @@ from django.utils import timezone
 from consent.enums import (
     SURFACES,
 )
+from governance.actions import AuditAction
 from governance.models import User
 from governance.pipeline import (
     Effect,
@@ -102,9 +103,9 @@ def off_the_record_set(
             _audit(
                 principal,
                 member,
-                "iris.memory.off_the_record.enabled"
+                AuditAction.MEMORY_OFF_THE_RECORD_ENABLED
                 if enabled
-                else "iris.memory.off_the_record.disabled",
+                else AuditAction.MEMORY_OFF_THE_RECORD_DISABLED,
                 payload={"allSessions": not session, "surface": surface or "*"},
             )
         return row

@@ -14,6 +14,7 @@ from consent.enums import (
     AdapterScope,
     Category,
 )
+from governance.actions import AuditAction
 from governance.models import User
 from governance.pipeline import (
     Effect,
@@ -176,7 +177,7 @@ def memory_correct(
             member,
             revision,
             reason="member-correction",
-            action="iris.memory.entry.corrected",
+            action=AuditAction.MEMORY_ENTRY_CORRECTED,
         )
 
 
@@ -231,6 +232,6 @@ def memory_confirm(
             member,
             revision,
             reason=decision.reason.value,
-            action="iris.memory.entry.promoted",
+            action=AuditAction.MEMORY_ENTRY_PROMOTED,
         )
         return _with_promotion(outcome, decision, 0)

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from consent.policy import ScopeMode
+from governance.actions import AuditAction
 from governance.audit import one_insert
 from governance.models import User
 from governance.pipeline import (
@@ -168,7 +169,7 @@ def memory_write(
             _audit(
                 principal,
                 member,
-                "iris.memory.write.dropped",
+                AuditAction.MEMORY_WRITE_DROPPED,
                 reason_code="forgotten-not-recreated",
                 payload={"origin": w.origin.value, "bodyFingerprint": text_fingerprint(w.body)},
             )
@@ -223,7 +224,7 @@ def _write_assertion(
         _audit(
             principal,
             member,
-            "iris.memory.conflict.resolved",
+            AuditAction.MEMORY_CONFLICT_RESOLVED,
             subject_ids=[current.entry_id, current.revision_id],
             reason_code=resolution.rule.value,
             payload=_conflict_payload(current, w.origin.value, w.body, resolution),
@@ -313,7 +314,7 @@ def _raise_conflict(
     _audit(
         principal,
         member,
-        "iris.memory.conflict.raised",
+        AuditAction.MEMORY_CONFLICT_RAISED,
         subject_ids=[current.entry_id, conflict.id],
         reason_code=resolution.rule.value,
         payload=_conflict_payload(current, w.origin.value, w.body, resolution),
@@ -401,7 +402,11 @@ def _write_inference(
             )
         lifecycle = Lifecycle.ACTIVE if decision.allowed else Lifecycle.DRAFT
         entry = _insert_revision(prev=current, now=now, fields={**fields, "lifecycle": lifecycle})
-        action = "iris.memory.entry.promoted" if decision.allowed else "iris.memory.entry.written"
+        action = (
+            AuditAction.MEMORY_ENTRY_PROMOTED
+            if decision.allowed
+            else AuditAction.MEMORY_ENTRY_WRITTEN
+        )
         outcome = _written(
             principal,
             member,
@@ -432,7 +437,7 @@ def _write_inference(
         member,
         entry,
         reason=decision.reason.value,
-        action="iris.memory.entry.promoted",
+        action=AuditAction.MEMORY_ENTRY_PROMOTED,
         conflict={"rule": resolution.rule.value, "priorOrigin": current.origin},
         promotionReason=decision.reason.value,
         distinctSessions=distinct,
@@ -450,7 +455,7 @@ def _audit_observed(
     _audit(
         principal,
         member,
-        "iris.memory.inference.observed",
+        AuditAction.MEMORY_INFERENCE_OBSERVED,
         subject_ids=[entry.entry_id],
         reason_code=decision.reason.value,
         payload={"distinctSessions": distinct, "category": _audited_category(entry.category)},

@@ -49,3 +49,17 @@ def test_a_failure_is_logged_without_its_message_and_the_rest_still_runs(caplog)
     (record,) = caplog.records
     assert record.getMessage() == "after-response work recall_usage failed: ValueError"
     assert "secret" not in caplog.text
+
+
+def test_once_queues_the_same_work_once_per_request() -> None:
+    done: list[str] = []
+
+    def seal() -> None:
+        done.append("seal")
+
+    after_response.request_began()
+    after_response.defer(seal, once=True)
+    after_response.defer(seal, once=True)
+    after_response.defer(lambda: done.append("other"))
+    after_response.run_deferred()
+    assert done == ["seal", "other"]

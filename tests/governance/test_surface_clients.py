@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
+from governance.actions import AuditAction
 from governance.models import AuditEvent, SurfaceClient, Tenant, User
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ def api_status(token: str, member) -> int:
 
 
 def revocations() -> list[AuditEvent]:
-    return list(AuditEvent.objects.filter(action="iris.surface_client.revoked"))
+    return list(AuditEvent.objects.filter(action=AuditAction.GOVERNANCE_SURFACE_CLIENT_REVOKED))
 
 
 # -- revoke and list -----------------------------------------------------------------------
