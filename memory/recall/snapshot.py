@@ -348,9 +348,11 @@ class Snapshot:
         request: recall.RecallRequest,
         corpus: CorpusStats | None,
         query_vector: np.ndarray | None,
+        floor: float = 0.0,
     ) -> np.ndarray:
         """Each gated row's score (unrounded), or a bound on it where the snapshot cannot
-        know it (a hybrid row without a stored vector)."""
+        know it (a hybrid row without a stored vector); -inf for a row a question's
+        relevance floor (`floor`) drops."""
         now = request.now.timestamp()
         age = now - self.floats["anchor"][gated]
         recency = np.exp(-np.maximum(age, 0.0) * recall.RECENCY_RATE)
@@ -400,7 +402,16 @@ class Snapshot:
             sizes = self.floats["length"][gated]
             union = len(qtokens) + sizes - shared
             value = np.divide(shared, union, out=np.zeros(len(gated)), where=shared > 0)
-        return static + recall.WEIGHTS["semantic"] * np.minimum(value, 1.0)
+        value = np.minimum(value, 1.0)
+        if recall.is_briefing(request.query):
+            return static + recall.WEIGHTS["semantic"] * value
+        # `recall.score` for a question; a row that cannot exceed the relevance floor
+        # cannot be returned at all.
+        score = value * (recall.WEIGHTS["semantic"] + static)
+        # Jaccard and BM25 values are exact here, 0 exactly when no word is shared; an
+        # exact hybrid value may differ from the pipeline's in its last bits, hence the margin.
+        score[value <= (floor - _MARGIN if floor > 0.0 else 0.0)] = -_INF
+        return score
 
     def rivals(self, picked: np.ndarray, gated: np.ndarray, unread: np.ndarray) -> np.ndarray:
         """Positions in `gated` of unread rows sharing (category, subject) with a picked
@@ -676,7 +687,10 @@ def _resolve(
             vector = query_vector.result()
         else:
             vector = (encoder or embedding.default_encoder()).encode_one(request.query)
-    score = snap.scores(gated, request, corpus, vector)
+    effective = ranker_name if prepare is not None else "jaccard"
+    floor = semantic.relevance_floor(effective)
+    score = snap.scores(gated, request, corpus, vector, floor)
+    possible = score > -_INF
 
     decoder = recall_db._Decoder(tenant_id=str(request.tenant_id), user_id=str(member.public_id))
     fetched: dict[str, recall.Candidate] = {}
@@ -701,6 +715,7 @@ def _resolve(
     cap = recall_db._cap(request)
     depth = max(1, first_read)
     picked = _best(score, depth)
+    picked = picked[possible[picked]]
     rounds = 0
     while True:
         picked = picked[unread[picked]]
@@ -712,12 +727,15 @@ def _resolve(
             _read_back(snap, wanted, gates, decoder, fetched, revision_of)
         rounds += 1
         pool = sorted(fetched.values(), key=lambda c: c.entry_id)
-        result = recall.resolve(pool, request, semantic=prepared.semantic(pool, corpus))
-        if cap == 0 or not unread.any():
+        result = recall.resolve(
+            pool, request, semantic=prepared.semantic(pool, corpus), relevance_floor=floor
+        )
+        if cap == 0 or not (unread & possible).any():
             break
         if len(result.entries) < cap:
             depth *= 2
             picked = _best(score, depth)
+            picked = picked[possible[picked]]
             continue
         # Read on every unread row that may still reach the k-th score.
         picked = np.flatnonzero(unread & (score >= result.entries[-1].score - _MARGIN))

@@ -23,7 +23,8 @@ QUERY = "which coffee do I like"
 @pytest.fixture
 def remembered(member) -> list[str]:
     grant_storage(member)
-    bodies = ["I like my coffee black", "My cat is called Tom", "I live in Berlin"]
+    # Each shares a word with QUERY: a question never gets what matches nothing of it.
+    bodies = ["I like my coffee black", "I like my cat Tom", "I like living in Berlin"]
     return [
         str(
             memory_write(
@@ -149,7 +150,7 @@ def test_a_request_cannot_widen_consent(surface_api, member) -> None:
     memory_write(
         principal=as_member(member),
         member=member,
-        draft=draft(member, "I take insulin daily", category="medical"),
+        draft=draft(member, "I take insulin daily, I like it less than coffee", category="medical"),
     )
     from consent.services import consent_record  # noqa: F401  (ledger stays the word)
 
@@ -174,7 +175,7 @@ def test_consent_missing_from_the_ledger_cannot_be_asserted(surface_api, member)
     memory_write(
         principal=as_member(member),
         member=member,
-        draft=draft(member, "I take insulin daily", category="medical"),
+        draft=draft(member, "I take insulin daily, I like it less than coffee", category="medical"),
     )
     from consent.enums import category_consent_type
     from tests.memory.helpers import grant

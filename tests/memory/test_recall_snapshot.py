@@ -171,7 +171,8 @@ def _set(row: MemoryEntry, **columns: Any) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> None:
     rows = _coffee_rows(member, 40)
-    request = _profile_request(member, "coffee", "assistant")
+    # Every row holds "note", so each one matches and usage orders them.
+    request = _profile_request(member, "note", "assistant")
     first = _agrees(request, member)
     snap = _snapshot_of(member)
     assert snap.size == 40
@@ -190,7 +191,7 @@ def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> Non
     assert third.revision_id not in snap.slot
 
     # A new row and a usage bump: ranked from what the table holds now.
-    MemoryEntry.objects.bulk_create([_profile_row(member, 500, "coffee again", NOW)])
+    MemoryEntry.objects.bulk_create([_profile_row(member, 500, "a note", NOW, reference_count=10)])
     assert _agrees(request, member)[0] == str(uuid.UUID(int=501))
     before = _agrees(request, member)
     old = next(r for r in reversed(rows) if str(r.entry_id) not in before + first[:3])
@@ -217,7 +218,7 @@ def test_a_snapshot_that_missed_a_change_still_never_returns_the_row(
     require_postgres, member
 ) -> None:
     _coffee_rows(member, 20)
-    request = _profile_request(member, "coffee", "assistant")
+    request = _profile_request(member, "note", "assistant")
     top = _agrees(request, member)[0]
     # The change happens, but its note is lost: the snapshot still ranks the row first.
     _set(MemoryEntry.objects.get(entry_id=top), lifecycle="tombstoned")
