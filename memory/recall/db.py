@@ -187,6 +187,50 @@ def _gates_sql(
     return " AND ".join(sql), params
 
 
+def inactive_drops(
+    request: recall.RecallRequest, *, member: Any, adapter_scopes: Sequence[str] | None
+) -> dict[str, int]:
+    """What `resolve` would count, by reason, for the member's current rows in the
+    reachable scope keys that are not active (paused, archived, forgotten...): rows no fast
+    path reads, counted in one grouped statement (caller has checked that `member`
+    belongs to the request's tenant). Each group's reason is the pipeline's own verdict
+    (`recall.reachable_drop_reason`), so the gates' order holds here as in `resolve`."""
+    postgres = connection.vendor == "postgresql"
+    keys = sorted(recall.reachable_scope_keys(request))
+    tenant = uuid.UUID(str(request.tenant_id))
+    now = connection.ops.adapt_datetimefield_value(request.now)
+    sql = (
+        f"SELECT category = %s, suppression_reason, (suppression_ends_at IS NULL "  # noqa: S608
+        "OR suppression_ends_at > %s), lifecycle, COUNT(*) "
+        f"FROM {_TABLE} WHERE tenant_id = %s AND member_id = %s AND is_current "
+        f"AND lifecycle <> 'active' AND {_one_of('scope_key', len(keys))}"
+    )
+    params: list[Any] = [
+        Category.SAFETY.value,
+        now,
+        tenant if postgres else tenant.hex,
+        member.pk,
+        *([keys] if postgres else keys),
+    ]
+    if adapter_scopes is not None:
+        scopes = sorted(adapter_scopes)
+        if not scopes:
+            return {}
+        sql += f" AND {_one_of('adapter_scope', len(scopes))}"
+        params += [scopes] if postgres else scopes
+    sql += " GROUP BY 1, 2, 3, 4"
+    reason_of = recall.reachable_drop_reason(request)
+    counts: dict[str, int] = {}
+    for safety, reason, on, lifecycle, n in _fetch(sql, params):
+        category = Category.SAFETY.value if safety else Category.PREFERENCE.value
+        # Sensitive categories never decide here: a row that is not active is dropped by
+        # the crisis frame, its suppression or its lifecycle first.
+        dropped = reason_of(category, reason or None, bool(on), lifecycle, False)
+        assert dropped is not None  # a row that is not active never passes
+        counts[dropped] = counts.get(dropped, 0) + int(n)
+    return counts
+
+
 def _gate_signature(
     request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
 ) -> tuple[Any, ...]:

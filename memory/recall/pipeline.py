@@ -520,6 +520,58 @@ class _Gates:
         return verdict
 
 
+GateFacts = Callable[[str, str | None, bool, str, bool], str | None]
+
+
+def reachable_drop_reason(request: RecallRequest) -> GateFacts:
+    """The gates' verdict on a candidate of the request's member in a reachable scope key,
+    from the only facts they then read: `(category, suppression reason or None, whether
+    that suppression is still on, lifecycle, whether it records a sensitive interaction
+    with someone else)`. A fast path counts the rows it never reads with this, by the same
+    rules `resolve` applies to the rows it does."""
+    gates = _Gates(request)
+    key, kind = next(iter(gates.scopes.items()))
+    now = request.now
+
+    def reason(
+        category: str,
+        suppression_reason: str | None,
+        suppression_on: bool,
+        lifecycle: str,
+        sensitive_interaction: bool,
+    ) -> str | None:
+        probe = Candidate(
+            entry_id="",
+            tenant_id=request.tenant_id,
+            user_id=request.user_id,
+            scope_kind=kind,
+            scope_key=key,
+            category=category,
+            body="",
+            subject=None,
+            origin=Origin.USER_STATED,
+            lifecycle=lifecycle,
+            suppression=None
+            if not suppression_reason
+            else Suppression(
+                reason=suppression_reason,
+                started_at=now,
+                ends_at=None if suppression_on else now,
+            ),
+            multi_actor=MultiActor("", "", True) if sensitive_interaction else None,
+            provenance_chain=(),
+            reference_count=0,
+            last_referenced_at=None,
+            created_at=now,
+            updated_at=now,
+            revision=1,
+            external=False,
+        )
+        return gates.drop_reason(probe)
+
+    return reason
+
+
 # --------------------------------------------------------------------------------------
 # Resolution
 
