@@ -25,12 +25,12 @@ an exhaustive run over every row (tests/memory/test_recall_fast_path.py proves i
 Python gates (sensitive categories and interactions), dedupe, scoring and explaining then
 run in `resolve` on the survivors, as they would on every row.
 
-"Evaluated" on the fast path: `evaluatedCount` and `suppressionCounts` count the rows the
-pipeline examined, that is, the rows the database handed over. Rows the database gated out
-(another scope, paused, inactive) are not counted, because counting them by reason would
-cost a scan of every row of the member, which is what the fast path exists to avoid. The
-exhaustive path (`selectors.recall_candidates` + `resolve`) remains for audits that need
-the full counts. docs/performance.md, "Recall latency", records this.
+"Evaluated" on this path: `evaluatedCount` and `suppressionCounts` count the rows the
+pipeline examined, that is, the rows the database handed over, not every reachable row.
+So the service answers from a member snapshot (`memory.recall.snapshot`), which counts
+every one; this path stays the bounded reference for what may be returned, and
+`inactive_drops` counts the rows no fast path reads. docs/decisions/recall.md,
+"Envelope counts", records this.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ A recall then:
    the table through the same gates (`revision_id = ANY(...)`), and runs `recall.resolve`
    on them, as the streaming fast path does;
 4. stops when every unread row scores below the k-th returned score (less a margin for
-   rounding), else reads on.
+   rounding), else reads on; with a question, a row whose semantic value cannot exceed the
+   ranker's relevance floor is never read (it could not be returned);
+5. counts the envelope over every reachable row (`Snapshot.census`, plus the rows not
+   active, counted by `recall_db.inactive_drops`), as `resolve` would over all of them.
 
 The database stays the last gate: a row is only ever returned as the table holds it when
 it is read back, so a snapshot that is behind can rank wrongly until its next look, never
