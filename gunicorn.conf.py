@@ -40,6 +40,19 @@ def post_worker_init(worker) -> None:  # type: ignore[no-untyped-def]
     _settle()
 
 
+def worker_abort(worker) -> None:  # type: ignore[no-untyped-def]
+    # The master aborts a worker whose request outlives `--timeout`. Left to gunicorn, the
+    # worker exits from inside the request and gunicorn answers with its own HTML error
+    # page. Raised instead, in the request's own code, this unwinds it like any failure:
+    # its transaction rolls back and the API's one error shape answers (problem+json 503).
+    # gunicorn has already marked the worker as leaving, so it exits after that answer.
+    from governance.errors import ServiceUnavailable
+
+    raise ServiceUnavailable(
+        "The request took too long and was stopped; try again.", code="worker-timeout"
+    )
+
+
 def worker_exit(server, worker) -> None:  # type: ignore[no-untyped-def]
     # gunicorn calls this in the worker, from the `finally` around its life (the SystemExit
     # in flight carries the code it chose: 0, or a boot error the master acts on), and in

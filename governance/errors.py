@@ -119,6 +119,12 @@ class Unprocessable(IrisError):
     title = "Unprocessable request"
 
 
+class ServiceUnavailable(IrisError):
+    status = 503
+    code = "service-unavailable"
+    title = "Service unavailable"
+
+
 def problem_body(status: int, code: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
     body = {
         "type": PROBLEM_TYPE + code,

@@ -25,12 +25,12 @@ an exhaustive run over every row (tests/memory/test_recall_fast_path.py proves i
 Python gates (sensitive categories and interactions), dedupe, scoring and explaining then
 run in `resolve` on the survivors, as they would on every row.
 
-"Evaluated" on the fast path: `evaluatedCount` and `suppressionCounts` count the rows the
-pipeline examined, that is, the rows the database handed over. Rows the database gated out
-(another scope, paused, inactive) are not counted, because counting them by reason would
-cost a scan of every row of the member, which is what the fast path exists to avoid. The
-exhaustive path (`selectors.recall_candidates` + `resolve`) remains for audits that need
-the full counts. docs/performance.md, "Recall latency", records this.
+"Evaluated" on this path: `evaluatedCount` and `suppressionCounts` count the rows the
+pipeline examined, that is, the rows the database handed over, not every reachable row.
+So the service answers from a member snapshot (`memory.recall.snapshot`), which counts
+every one; this path stays the bounded reference for what may be returned, and
+`inactive_drops` counts the rows no fast path reads. docs/decisions/recall.md,
+"Envelope counts", records this.
 """
 
 from __future__ import annotations
@@ -188,6 +188,50 @@ def _gates_sql(
     return " AND ".join(sql), params
 
 
+def inactive_drops(
+    request: recall.RecallRequest, *, member: Any, adapter_scopes: Sequence[str] | None
+) -> dict[str, int]:
+    """What `resolve` would count, by reason, for the member's current rows in the
+    reachable scope keys that are not active (paused, archived, forgotten...): rows no fast
+    path reads, counted in one grouped statement (caller has checked that `member`
+    belongs to the request's tenant). Each group's reason is the pipeline's own verdict
+    (`recall.reachable_drop_reason`), so the gates' order holds here as in `resolve`."""
+    postgres = connection.vendor == "postgresql"
+    keys = sorted(recall.reachable_scope_keys(request))
+    tenant = uuid.UUID(str(request.tenant_id))
+    now = connection.ops.adapt_datetimefield_value(request.now)
+    sql = (
+        f"SELECT category = %s, suppression_reason, (suppression_ends_at IS NULL "  # noqa: S608
+        "OR suppression_ends_at > %s), lifecycle, COUNT(*) "
+        f"FROM {_TABLE} WHERE tenant_id = %s AND member_id = %s AND is_current "
+        f"AND lifecycle <> 'active' AND {_one_of('scope_key', len(keys))}"
+    )
+    params: list[Any] = [
+        Category.SAFETY.value,
+        now,
+        tenant if postgres else tenant.hex,
+        member.pk,
+        *([keys] if postgres else keys),
+    ]
+    if adapter_scopes is not None:
+        scopes = sorted(adapter_scopes)
+        if not scopes:
+            return {}
+        sql += f" AND {_one_of('adapter_scope', len(scopes))}"
+        params += [scopes] if postgres else scopes
+    sql += " GROUP BY 1, 2, 3, 4"
+    reason_of = recall.reachable_drop_reason(request)
+    counts: dict[str, int] = {}
+    for safety, reason, on, lifecycle, n in _fetch(sql, params):
+        category = Category.SAFETY.value if safety else Category.PREFERENCE.value
+        # Sensitive categories never decide here: a row that is not active is dropped by
+        # the crisis frame, its suppression or its lifecycle first.
+        dropped = reason_of(category, reason or None, bool(on), lifecycle, False)
+        assert dropped is not None  # a row that is not active never passes
+        counts[dropped] = counts.get(dropped, 0) + int(n)
+    return counts
+
+
 def _gate_signature(
     request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
 ) -> tuple[Any, ...]:
@@ -260,8 +304,9 @@ _TERM_WALK_SQL = "strpos(' ' || recall_terms || ' ', %s) > 0"
 _TERM_INDEXED = "is_current AND lifecycle = 'active'"
 
 
-def _bound(anchor: datetime, now: datetime, semantic_bound: float) -> float:
-    """The best score any row whose anchor is at or before `anchor` can reach."""
+def _bound(anchor: datetime, now: datetime, semantic_bound: float, briefing: bool) -> float:
+    """The best score any row whose anchor is at or before `anchor`, and whose semantic
+    value is at most `semantic_bound`, can reach."""
     probe = recall.Candidate(
         entry_id="",
         tenant_id="",
@@ -283,7 +328,7 @@ def _bound(anchor: datetime, now: datetime, semantic_bound: float) -> float:
         revision=1,
         external=False,
     )
-    return recall.score(probe, now, semantic_bound)
+    return recall.score(probe, now, semantic_bound, briefing=briefing)
 
 
 def _cap(request: recall.RecallRequest) -> int:
@@ -633,10 +678,12 @@ def _fast_resolve(
     means Jaccard."""
     effective = ranker_name if prepare is not None else "jaccard"
     bm25 = effective in ("lexical", "hybrid")
+    floor = semantic.relevance_floor(effective)
+    briefing = recall.is_briefing(request.query)
     gates = _gates_sql(request, member=member, adapter_scopes=adapter_scopes)
     if gates is None:
         return FastRecall(
-            result=recall.resolve([], request),
+            result=recall.resolve([], request, relevance_floor=floor),
             examined=0,
             rounds=1,
             corpus=CorpusStats(0, 0.0, {}) if bm25 else None,
@@ -795,20 +842,32 @@ def _fast_resolve(
             )
         rounds += 1
         pool = sorted(fetched.values(), key=lambda c: c.entry_id)
-        result = recall.resolve(pool, request, semantic=prepared.semantic(pool, corpus))
+        result = recall.resolve(
+            pool, request, semantic=prepared.semantic(pool, corpus), relevance_floor=floor
+        )
         if cap == 0 or everything.exhausted:
             # Every gated row has been read (or none may be returned).
             break
-        if len(result.entries) < cap:
+        kth: float | None = None
+        if len(result.entries) == cap:
+            kth = result.entries[-1].score
+        elif briefing:
             grow = [everything]
             continue
-        kth = result.entries[-1].score
-        grow = _violated(streams, kth, request.now, effective, corpus, qterms, nonmatch)
+        # Short of the budget, a question still reads only the streams that may hold a row
+        # matching it: a row sharing no word with it cannot be returned under Jaccard or
+        # BM25, however recent or used.
+        grow = _violated(
+            streams, kth, request.now, effective, corpus, qterms, nonmatch, briefing, floor
+        )
         if not grow:
             break
-        if filters:
+        beyond = None
+        if filters and kth is not None:
             base, held = _held_keys(member, effective, streams, corpus, qterms, request.query)
-            beyond = _reach_filter(threshold=kth, now=request.now, base=base, held=held)
+            beyond = _reach_filter(
+                threshold=kth, now=request.now, base=base, held=held, briefing=briefing
+            )
     return FastRecall(
         result=result, examined=examined, rounds=rounds, corpus=corpus, revision_of=revision_of
     )
@@ -913,14 +972,17 @@ def _started_anchor(stream: _Stream) -> datetime:
 
 def _violated(
     streams: list[_Stream],
-    kth: float,
+    kth: float | None,
     now: datetime,
     ranker_name: str,
     corpus: CorpusStats | None,
     qterms: Sequence[str],
     nonmatch: float,
+    briefing: bool,
+    floor: float,
 ) -> list[_Stream]:
-    """The streams to read further, none when no unseen row can reach the k-th score.
+    """The streams to read further, none when no unseen row can reach the k-th score
+    (`kth`; None while fewer than the budget are held: any row that may be returned).
 
     An unseen row comes after the last row read from the all-rows stream, and after the
     last row read from the stream of every started term it holds (anchor order); a term
@@ -930,6 +992,8 @@ def _violated(
     as if at the top), the worst term sets are the prefixes; for each prefix whose bound
     is not strictly below the k-th score, the rarest term's stream is read further (the
     all-rows stream for the empty prefix), which pushes the bound down fastest per row.
+    For a question, a term set whose semantic value cannot exceed the relevance floor
+    needs no reading: its rows are dropped as matching nothing.
     """
     everything = streams[0]
     assert everything.anchor is not None
@@ -950,13 +1014,17 @@ def _violated(
             if s.anchor is not None and s.anchor < anchor:
                 anchor = s.anchor
         if ranker_name == "lexical":
+            reach = share
             bound = share + _BOUND_SLACK
         elif ranker_name == "hybrid":
             weight = semantic.HYBRID_LEXICAL_WEIGHT
+            reach = weight * share + (1.0 - weight)
             bound = weight * (share + _BOUND_SLACK) + (1.0 - weight)
         else:
-            bound = nonmatch
-        if _bound(anchor, now, min(bound, 1.0)) >= kth:
+            reach = bound = nonmatch
+        if not briefing and not reach > floor:
+            continue
+        if kth is None or _bound(anchor, now, min(bound, 1.0), briefing) >= kth:
             pick = min(live[:j], key=lambda s: (s.rows, s.tag)) if j else everything
             grow[pick.tag] = pick
     return list(grow.values())
@@ -1018,7 +1086,12 @@ _REACH_MARGIN = 1e-5
 
 
 def _reach_filter(
-    *, threshold: float, now: datetime, base: float, held: Sequence[tuple[str, float]]
+    *,
+    threshold: float,
+    now: datetime,
+    base: float,
+    held: Sequence[tuple[str, float]],
+    briefing: bool = False,
 ) -> tuple[str, list[Any]] | None:
     """A condition every row that can still score `threshold` (the k-th score so far)
     meets: recency, references and origin exact, the semantic term at most `base` plus `c`
@@ -1034,10 +1107,11 @@ def _reach_filter(
     """
     cut = threshold - _REACH_MARGIN
     best = min(1.0, base + sum(c for _, c in held))
-    rest = cut - _bound(datetime.min.replace(tzinfo=now.tzinfo), now, best)
+    rest = cut - _bound(datetime.min.replace(tzinfo=now.tzinfo), now, best, briefing)
     if rest <= 0.0:
         return None
-    weight = recall.WEIGHTS["recency"]
+    # For a question the recency term is scaled by the semantic value (`recall.score`).
+    weight = recall.WEIGHTS["recency"] * (1.0 if briefing else best)
     # The oldest anchor that can still make it, a second early: read a row more, never fewer.
     age = -math.log(rest / weight) / recall.RECENCY_RATE if rest < weight else 0.0
     floor = now - timedelta(seconds=age + 1.0)
@@ -1047,13 +1121,20 @@ def _reach_filter(
         " + (CASE WHEN strpos(' ' || recall_terms || ' ', %s) > 0 THEN %s::float8 "
         "ELSE 0.0::float8 END)"
     ) * len(held)
-    sql = (
-        f"{_ANCHOR} >= %s::timestamptz AND {_static_sql()} "
-        f"+ {_literal(recall.WEIGHTS['semantic'])} * LEAST(1.0::float8, %s::float8{holds}) "
-        ">= %s::float8"
-    )
     shares = [value for key, c in held for value in (f" {key} ", c)]
-    return sql, [floor, now, now, base, *shares, cut]
+    semantic_sql = f"LEAST(1.0::float8, %s::float8{holds})"
+    if briefing:
+        sql = (
+            f"{_ANCHOR} >= %s::timestamptz AND {_static_sql()} "
+            f"+ {_literal(recall.WEIGHTS['semantic'])} * {semantic_sql} >= %s::float8"
+        )
+        return sql, [floor, now, now, base, *shares, cut]
+    # `recall.score` for a question: the semantic value times (its weight + the rest).
+    sql = (
+        f"{_ANCHOR} >= %s::timestamptz AND {semantic_sql} "
+        f"* ({_literal(recall.WEIGHTS['semantic'])} + {_static_sql()}) >= %s::float8"
+    )
+    return sql, [floor, base, *shares, now, now, cut]
 
 
 def _weight(stream: _Stream, corpus: CorpusStats | None, qterms: Sequence[str]) -> float:
@@ -1091,4 +1172,7 @@ def exhaustive_resolve(
             if encoder is not None:
                 kwargs["encoder"] = encoder
         fn = prepare(request.query, candidates, **kwargs)
-    return recall.resolve(candidates, request, semantic=fn)
+    effective = ranker_name if prepare is not None else "jaccard"
+    return recall.resolve(
+        candidates, request, semantic=fn, relevance_floor=semantic.relevance_floor(effective)
+    )

@@ -13,7 +13,9 @@ Gates, in the spec's order, each drop counted under its exact reason:
 5. sensitive category / interaction      `sensitive-category-without-consent`,
                                          `sensitive-category-outside-relevant-context`
 
-then scoring, conflict dedupe, the per-surface budget and admin redaction of `multiActor`.
+then conflict dedupe, relevance (with a question, a memory that matches nothing of it is
+dropped: `no-match-for-query`), scoring, the per-surface budget and admin redaction of
+`multiActor`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ CRISIS_FRAME = "crisis-frame"
 SENSITIVE_WITHOUT_CONSENT = "sensitive-category-without-consent"
 SENSITIVE_OUTSIDE_CONTEXT = "sensitive-category-outside-relevant-context"
 LIFECYCLE_DROP_PREFIX = "lifecycle-"
+# Not a gate: a memory that passed every gate but matches nothing of a non-empty question.
+NO_MATCH = "no-match-for-query"
 
 _LIFECYCLE_DROPS: dict[str, str] = {
     state: f"{LIFECYCLE_DROP_PREFIX}{state.value}"
@@ -58,7 +62,7 @@ _LIFECYCLE_DROPS: dict[str, str] = {
 # Every reason `resolve` can count under, for dashboards and tests.
 DROP_REASONS: frozenset[str] = frozenset(
     {TENANT_MISMATCH, SCOPE_MISMATCH, CRISIS_FRAME, SENSITIVE_WITHOUT_CONSENT}
-    | {SENSITIVE_OUTSIDE_CONTEXT}
+    | {SENSITIVE_OUTSIDE_CONTEXT, NO_MATCH}
     | {r.value for r in SuppressionReason}
     | set(_LIFECYCLE_DROPS.values())
 )
@@ -393,16 +397,31 @@ def _clamp_unit(value: float) -> float:
     return 1.0 if value > 1.0 else value
 
 
-def score(candidate: Candidate, now: datetime, semantic_value: float) -> float:
-    """The blended score, rounded so float noise cannot reorder results."""
-    return round(
-        score_without_semantic(candidate, now) + _W_SEMANTIC * _clamp_unit(semantic_value),
-        SCORE_DECIMALS,
-    )
+def is_briefing(query: str) -> bool:
+    """Whether a query asks for a briefing (what matters most) rather than a question: it
+    holds no word (`tokens`), so nothing can match it and relevance cannot rank."""
+    return not tokens(query)
+
+
+def score(
+    candidate: Candidate, now: datetime, semantic_value: float, *, briefing: bool = False
+) -> float:
+    """The blended score, rounded so float noise cannot reorder results.
+
+    For a question, recency, references and origin are scaled by the semantic value: they
+    order memories that are comparably relevant, and can add at most what relevance already
+    earned (a memory matching half as well needs more than twice the usage to pass one
+    that matches fully, and a memory matching nothing gets nothing from them). For a
+    briefing they count in full, as the spec's blend has it.
+    """
+    value = _clamp_unit(semantic_value)
+    static = score_without_semantic(candidate, now)
+    return round(_W_SEMANTIC * value + (static if briefing else value * static), SCORE_DECIMALS)
 
 
 def max_possible_score(candidate: Candidate, now: datetime) -> float:
-    """An upper bound on `score` whatever the semantic term (rounding is monotone)."""
+    """An upper bound on `score` whatever the semantic term and the query (rounding is
+    monotone; with a semantic value of 1 both forms are the spec's sum)."""
     return round(score_without_semantic(candidate, now) + SEMANTIC_UPPER_BOUND, SCORE_DECIMALS)
 
 
@@ -518,6 +537,58 @@ class _Gates:
         return verdict
 
 
+GateFacts = Callable[[str, str | None, bool, str, bool], str | None]
+
+
+def reachable_drop_reason(request: RecallRequest) -> GateFacts:
+    """The gates' verdict on a candidate of the request's member in a reachable scope key,
+    from the only facts they then read: `(category, suppression reason or None, whether
+    that suppression is still on, lifecycle, whether it records a sensitive interaction
+    with someone else)`. A fast path counts the rows it never reads with this, by the same
+    rules `resolve` applies to the rows it does."""
+    gates = _Gates(request)
+    key, kind = next(iter(gates.scopes.items()))
+    now = request.now
+
+    def reason(
+        category: str,
+        suppression_reason: str | None,
+        suppression_on: bool,
+        lifecycle: str,
+        sensitive_interaction: bool,
+    ) -> str | None:
+        probe = Candidate(
+            entry_id="",
+            tenant_id=request.tenant_id,
+            user_id=request.user_id,
+            scope_kind=kind,
+            scope_key=key,
+            category=category,
+            body="",
+            subject=None,
+            origin=Origin.USER_STATED,
+            lifecycle=lifecycle,
+            suppression=None
+            if not suppression_reason
+            else Suppression(
+                reason=suppression_reason,
+                started_at=now,
+                ends_at=None if suppression_on else now,
+            ),
+            multi_actor=MultiActor("", "", True) if sensitive_interaction else None,
+            provenance_chain=(),
+            reference_count=0,
+            last_referenced_at=None,
+            created_at=now,
+            updated_at=now,
+            revision=1,
+            external=False,
+        )
+        return gates.drop_reason(probe)
+
+    return reason
+
+
 # --------------------------------------------------------------------------------------
 # Resolution
 
@@ -554,8 +625,14 @@ def resolve(
     request: RecallRequest,
     *,
     semantic: SemanticFn = jaccard_semantic,
+    relevance_floor: float = 0.0,
 ) -> RecallResult:
-    """Gate, score, dedupe, budget and explain `candidates` for `request`.
+    """Gate, dedupe, score, budget and explain `candidates` for `request`.
+
+    With a question (`is_briefing` false), a winner whose semantic value is not above
+    `relevance_floor` matches nothing of it and is dropped (`NO_MATCH`): 0 for Jaccard and
+    BM25, which are 0 exactly when no word is shared; the ranker's calibrated floor for
+    one that never gives 0 (`memory.recall.ranking.semantic.RELEVANCE_FLOORS`).
 
     Deterministic: the same candidates (in any order) and request give the same result.
     """
@@ -573,7 +650,9 @@ def resolve(
             counts[reason] = counts.get(reason, 0) + 1
 
     # Dedupe before scoring: it keys on updated_at, not score, so the outcome is the same
-    # and losers never pay for the (possibly expensive) semantic call.
+    # and losers never pay for the (possibly expensive) semantic call. Before relevance
+    # too: the most recent word on a subject supersedes older ones even when it does not
+    # match the question, so an older, matching, superseded memory never comes back.
     winners = _dedupe(survivors)
 
     now = request.now
@@ -584,7 +663,16 @@ def resolve(
     else:
         query = request.query
         semantic_values = [semantic(query, c) for c in winners]
-    scored = [(score(c, now, s), s, c) for c, s in zip(winners, semantic_values, strict=True)]
+    briefing = not query_tokens
+    scored: list[tuple[float, float, Candidate]] = []
+    unmatched = 0
+    for c, s in zip(winners, semantic_values, strict=True):
+        if not briefing and not _clamp_unit(s) > relevance_floor:
+            unmatched += 1
+            continue
+        scored.append((score(c, now, s, briefing=briefing), s, c))
+    if unmatched:
+        counts[NO_MATCH] = unmatched
 
     surface = RecallSurface(request.surface)
     budget = BUDGETS[surface]
@@ -616,7 +704,7 @@ def resolve(
             suppression_counts=MappingProxyType(dict(sorted(counts.items()))),
             evaluated_count=evaluated,
             deduped_count=len(survivors) - len(winners),
-            over_budget_count=len(winners) - len(entries),
+            over_budget_count=len(scored) - len(entries),
         ),
     )
 

@@ -5,7 +5,7 @@
 1. the request: scope key, surface, context, consented categories (the ledger's, narrowed
    by the request, never widened), `now`;
 2. governance `pre_recall` (run limits, the egress tier check);
-3. candidates through the fast path (`memory.recall.db`) and `recall.resolve`;
+3. candidates from the member snapshot (`memory.recall.snapshot`) and `recall.resolve`;
 4. the egress gate: entries whose class may not reach the destination tier are withheld and
    counted by reason in `suppressionCounts`; governance `post_recall` checks what is left;
 5. the answer: `recall.to_wire`, bodies scrubbed of credentials, governance `pre_response`;
@@ -32,7 +32,6 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -43,7 +42,7 @@ from django.utils import timezone
 
 from consent.enums import CATEGORY_CONSENT_PREFIX, ConsentType
 from consent.selectors import active_consent_types
-from governance import after_response, plainsql
+from governance import plainsql
 from governance.actions import AuditAction
 from governance.audit import audit_record_many
 from governance.classify import Classification, Tier, classify_text, strictest
@@ -60,7 +59,6 @@ from governance.principal import Principal
 from governance.secrets_screen import scrub_outbound_data
 from memory.enums import RecallSurface, ScopeKind
 from memory.models import MemoryEntry
-from memory.recall import db as recall_db
 from memory.recall import pipeline as recall
 from memory.recall import snapshot as recall_snapshot
 from memory.recall.models import MemoryEmbedding, RecallEvent
@@ -409,26 +407,22 @@ def recall_resolve(
     adapter_scopes = (
         sorted(surface_adapter_scopes(principal.surface)) if principal.kind == "surface" else None
     )
-    # The worker's snapshot of the member where it may keep one (memory.recall.snapshot);
-    # otherwise the rows are streamed from the table. Both return what `resolve` would
-    # over every row. A worker's first recall of a member (or one whose snapshot is due
-    # for a rebuild) streams, and the snapshot is built once the answer has gone out:
-    # building one takes 14 ms at 1k rows, 110 at 10k and 750 at 50k.
-    snapshots = recall_snapshot.usable()
+    # The worker's snapshot of the member where it may keep one (memory.recall.snapshot),
+    # built on the spot when the worker has none; otherwise (SQLite, inside a transaction)
+    # one built for this recall alone. Either returns what `resolve` would over every row,
+    # and counts every reachable row in the envelope, which streaming from the table
+    # cannot without reading them all (docs/decisions/recall.md, "Envelope counts").
     options: dict[str, Any] = {
         "member": member,
         "adapter_scopes": adapter_scopes,
         "ranker_name": name,
         "prepare": prepare,
+        "query_vector": query_vector,
     }
-    if snapshots and recall_snapshot.held(member, name):
-        fast = recall_snapshot.resolve_cached(request, query_vector=query_vector, **options)
+    if recall_snapshot.usable():
+        fast = recall_snapshot.resolve_cached(request, **options)
     else:
-        if query_vector is not None:
-            query_vector.result()  # in the encoder's cache now
-        fast = recall_db.fast_resolve(request, **options)
-        if snapshots:
-            after_response.defer(partial(recall_snapshot.warm, member, name))
+        fast = recall_snapshot.resolve_once(request, **options)
     # Asked once and handed to the egress check, which would otherwise ask at each hook;
     # only the cloud tier consults it (governance.classify.EGRESS_TABLE).
     internal_to_cloud = tier == Tier.CLOUD.value and tenant_allows_internal_cloud(member.tenant_id)

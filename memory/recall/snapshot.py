@@ -19,7 +19,10 @@ A recall then:
    the table through the same gates (`revision_id = ANY(...)`), and runs `recall.resolve`
    on them, as the streaming fast path does;
 4. stops when every unread row scores below the k-th returned score (less a margin for
-   rounding), else reads on.
+   rounding), else reads on; with a question, a row whose semantic value cannot exceed the
+   ranker's relevance floor is never read (it could not be returned);
+5. counts the envelope over every reachable row (`Snapshot.census`, plus the rows not
+   active, counted by `recall_db.inactive_drops`), as `resolve` would over all of them.
 
 The database stays the last gate: a row is only ever returned as the table holds it when
 it is read back, so a snapshot that is behind can rank wrongly until its next look, never
@@ -41,6 +44,8 @@ import time
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -74,8 +79,10 @@ _BEST_ORIGIN = max(recall.ORIGIN_WEIGHTS.values())
 _LIGHT = (
     "{p}revision_id, {p}entry_id, {p}is_current AND {p}lifecycle = 'active', {p}scope_key, "
     "{p}adapter_scope, {p}category, {p}subject, {p}origin, {p}suppression_reason, "
-    "{ends}, {p}reference_count, {anchor}, {updated}"
+    "{ends}, {p}reference_count, {anchor}, {updated}, {p}actor_handle, {p}sensitive_interaction"
 )
+# Where the body and the stored vector follow the `_light` columns in `_rows_sql`.
+_BODY_AT = 15
 
 
 def _light(prefix: str = "") -> str:
@@ -103,10 +110,15 @@ def _seconds(value: Any) -> float | None:
 class _Codes(dict[str, int]):
     """Small integer codes for repeated strings (scope keys, categories, clusters)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
     def of(self, value: str) -> int:
         code = self.get(value)
         if code is None:
             code = self[value] = len(self)
+            self.names.append(value)
         return code
 
 
@@ -128,9 +140,11 @@ class Snapshot:
         self.size = 0
         self.capacity = 0
         self.live = np.zeros(0, dtype=bool)
-        # Codes (`codes`), -1 for a row without a conflict subject.
+        # Codes (`codes`), -1 for a row without a conflict subject or suppression; and
+        # whether the row records a sensitive interaction with someone else (0 or 1).
         self.ints = {
-            k: np.zeros(0, dtype=np.int32) for k in ("scope", "adapter", "category", "cluster")
+            k: np.zeros(0, dtype=np.int32)
+            for k in ("scope", "adapter", "category", "cluster", "reason", "sensitive")
         }
         # Epoch seconds (`ends`: +inf for a suppression without end, -inf for none), the
         # reference and origin terms before weighting, the body's characters and terms.
@@ -209,13 +223,74 @@ class Snapshot:
         self.ints["adapter"][at] = codes.of("a:" + light[4])
         self.ints["category"][at] = codes.of("c:" + light[5])
         subject = light[6] or ""
-        self.ints["cluster"][at] = codes.of(f"k:{light[5]}\x00{subject}") if subject else -1
+        # The pipeline's conflict key: (category, actor handle or "", subject).
+        actor = light[13] or ""
+        self.ints["cluster"][at] = (
+            codes.of(f"k:{light[5]}\x00{actor}\x00{subject}") if subject else -1
+        )
+        self.ints["reason"][at] = codes.of("r:" + light[8]) if light[8] else -1
+        self.ints["sensitive"][at] = int(light[13] is not None and bool(light[14]))
         ends = _seconds(light[9])
         self.floats["ends"][at] = -_INF if not light[8] else (_INF if ends is None else ends)
         self.floats["refs"][at] = min(1.0, max(0, light[10]) / recall.REFERENCE_COUNT_SATURATION)
         self.floats["origin"][at] = _ORIGIN.get(light[7], _BEST_ORIGIN)
         self.floats["anchor"][at] = _seconds(light[11])
         self.floats["updated"][at] = _seconds(light[12])
+
+    def fill(self, rows: Sequence[Sequence[Any]]) -> None:
+        """An empty snapshot's rows (`_rows_sql`'s columns), as `put` would add them one by
+        one, with each array written once: element by element, the numpy writes were
+        about half of building a snapshot (profiled at 1k and 10k rows)."""
+        if self.size:
+            raise ValueError("fill is for an empty snapshot")
+        live = [row for row in rows if row[2]]
+        n = len(live)
+        while self.capacity < n:
+            self._grow()
+        codes, postings = self.codes, self.postings
+        words_of = terms if self.lexical else recall.tokens
+        columns: dict[str, list[Any]] = {
+            k: [] for k in ("scope", "adapter", "category", "cluster", "reason", "sensitive")
+        }
+        moments: dict[str, list[Any]] = {k: [] for k in ("ends", "refs", "origin", "chars")}
+        moments.update(length=[], anchor=[], updated=[])
+        for at, row in enumerate(live):
+            revision = row[0] if isinstance(row[0], uuid.UUID) else uuid.UUID(str(row[0]))
+            self.slot[revision] = at
+            self.revisions.append(revision)
+            entry = row[1]
+            self.entry_ids.append(str(entry if isinstance(entry, uuid.UUID) else uuid.UUID(entry)))
+            body = row[_BODY_AT]
+            words = Counter(map(sys.intern, words_of(body)))
+            self.words.append(tuple(words))
+            for word, count in words.items():
+                postings.setdefault(word, {})[at] = count
+            moments["chars"].append(len(body))
+            moments["length"].append(sum(words.values()))
+            category, subject, actor = row[5], row[6] or "", row[13] or ""
+            columns["scope"].append(codes.of("s:" + row[3]))
+            columns["adapter"].append(codes.of("a:" + row[4]))
+            columns["category"].append(codes.of("c:" + category))
+            columns["cluster"].append(
+                codes.of(f"k:{category}\x00{actor}\x00{subject}") if subject else -1
+            )
+            columns["reason"].append(codes.of("r:" + row[8]) if row[8] else -1)
+            columns["sensitive"].append(int(row[13] is not None and bool(row[14])))
+            ends = _seconds(row[9])
+            moments["ends"].append(-_INF if not row[8] else (_INF if ends is None else ends))
+            moments["refs"].append(min(1.0, max(0, row[10]) / recall.REFERENCE_COUNT_SATURATION))
+            moments["origin"].append(_ORIGIN.get(row[7], _BEST_ORIGIN))
+            moments["anchor"].append(_seconds(row[11]))
+            moments["updated"].append(_seconds(row[12]))
+            if self.hybrid and row[_BODY_AT + 1] is not None:
+                self.vectors[at] = embedding.from_bytes(bytes(row[_BODY_AT + 1]))
+                self.has_vector[at] = True
+        self.size = n
+        self.live[:n] = True
+        for k, values in columns.items():
+            self.ints[k][:n] = values
+        for k, values in moments.items():
+            self.floats[k][:n] = values
 
     def drop(self, revision: uuid.UUID) -> None:
         at = self.slot.pop(revision, None)
@@ -297,6 +372,19 @@ class Snapshot:
 
     # -- ranking --------------------------------------------------------------------
 
+    def reachable(
+        self, request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
+    ) -> np.ndarray:
+        """Mask of the slots in the request's reachable scope keys and the surface's
+        adapter scopes: the live part of what the exhaustive pipeline evaluates."""
+        n = self.size
+        keys = [self.codes.get("s:" + k, -1) for k in recall.reachable_scope_keys(request)]
+        mask = self.live[:n] & np.isin(self.ints["scope"][:n], keys)
+        if adapter_scopes is not None:
+            scopes = [self.codes.get("a:" + s, -1) for s in adapter_scopes]
+            mask &= np.isin(self.ints["adapter"][:n], scopes)
+        return mask
+
     def gated(
         self, request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
     ) -> np.ndarray:
@@ -304,11 +392,7 @@ class Snapshot:
         n = self.size
         if request.crisis_frame and not request.safety_critical_context:
             return np.zeros(0, dtype=np.int64)
-        keys = [self.codes.get("s:" + k, -1) for k in recall.reachable_scope_keys(request)]
-        mask = self.live[:n] & np.isin(self.ints["scope"][:n], keys)
-        if adapter_scopes is not None:
-            scopes = [self.codes.get("a:" + s, -1) for s in adapter_scopes]
-            mask &= np.isin(self.ints["adapter"][:n], scopes)
+        mask = self.reachable(request, adapter_scopes)
         mask &= self.floats["ends"][:n] <= request.now.timestamp()
         if request.crisis_frame:
             mask &= self.ints["category"][:n] == self.codes.get("c:" + Category.SAFETY.value, -1)
@@ -348,9 +432,11 @@ class Snapshot:
         request: recall.RecallRequest,
         corpus: CorpusStats | None,
         query_vector: np.ndarray | None,
-    ) -> np.ndarray:
+        floor: float = 0.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Each gated row's score (unrounded), or a bound on it where the snapshot cannot
-        know it (a hybrid row without a stored vector)."""
+        know it (a hybrid row without a stored vector); -inf for a row a question's
+        relevance floor (`floor`) drops. With each, its semantic value (or that bound)."""
         now = request.now.timestamp()
         age = now - self.floats["anchor"][gated]
         recency = np.exp(-np.maximum(age, 0.0) * recall.RECENCY_RATE)
@@ -400,7 +486,84 @@ class Snapshot:
             sizes = self.floats["length"][gated]
             union = len(qtokens) + sizes - shared
             value = np.divide(shared, union, out=np.zeros(len(gated)), where=shared > 0)
-        return static + recall.WEIGHTS["semantic"] * np.minimum(value, 1.0)
+        value = np.minimum(value, 1.0)
+        if recall.is_briefing(request.query):
+            return static + recall.WEIGHTS["semantic"] * value, value
+        # `recall.score` for a question; a row that cannot exceed the relevance floor
+        # cannot be returned at all.
+        score = value * (recall.WEIGHTS["semantic"] + static)
+        # Jaccard and BM25 values are exact here, 0 exactly when no word is shared; an
+        # exact hybrid value may differ from the pipeline's in its last bits, hence the margin.
+        score[value <= (floor - _MARGIN if floor > 0.0 else 0.0)] = -_INF
+        return score, value
+
+    def census(
+        self, request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
+    ) -> tuple[dict[str, int], np.ndarray, int]:
+        """What `resolve` would do with every live reachable row, but score them: (drops by
+        gate reason, mask of the dedupe winners among the rows passing every gate (by
+        slot), how many such rows dedupe drops).
+
+        The gates' verdict is the pipeline's own (`recall.reachable_drop_reason`), asked
+        once per distinct (category, suppression still on, sensitive interaction); dedupe
+        is the pipeline's rule: the most recent `updated_at` of a conflict key wins, ties
+        to the lower entry id."""
+        n = self.size
+        reach = np.flatnonzero(self.reachable(request, adapter_scopes))
+        winners = np.zeros(n, dtype=bool)
+        counts: dict[str, int] = {}
+        if not len(reach):
+            return counts, winners, 0
+        on = self.floats["ends"][reach] > request.now.timestamp()
+        reason = np.where(on, self.ints["reason"][reach], -1)
+        category = self.ints["category"][reach]
+        sensitive = self.ints["sensitive"][reach]
+        # One integer per (category, suppression, interaction): codes are below len(codes).
+        width = len(self.codes) + 1
+        groups = (category.astype(np.int64) * width + (reason + 1)) * 2 + sensitive
+        unique, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+        names = self.codes.names
+        verdict_of = recall.reachable_drop_reason(request)
+        passes = np.zeros(len(unique), dtype=bool)
+        for g, packed in enumerate(unique.tolist()):
+            actor = packed % 2
+            cat, why = divmod(packed // 2, width)
+            why -= 1
+            dropped = verdict_of(
+                names[cat][2:],
+                names[why][2:] if why >= 0 else None,
+                why >= 0,
+                "active",
+                bool(actor),
+            )
+            if dropped is None:
+                passes[g] = True
+            else:
+                counts[dropped] = counts.get(dropped, 0) + int(sizes[g])
+        survivors = reach[passes[inverse.reshape(-1)]]
+        cluster = self.ints["cluster"][survivors]
+        winners[survivors[cluster < 0]] = True
+        keyed = survivors[cluster >= 0]
+        if not len(keyed):
+            return counts, winners, 0
+        updated = self.floats["updated"]
+        order = keyed[np.lexsort((-updated[keyed], self.ints["cluster"][keyed]))]
+        codes = self.ints["cluster"][order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = codes[1:] != codes[:-1]
+        heads = order[first]
+        winners[heads] = True
+        # Rows tied with their cluster's most recent: the lower entry id wins.
+        tied = np.flatnonzero(~first)
+        if len(tied):
+            head_of = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+            for i in tied[updated[order[tied]] == updated[order[head_of[tied]]]].tolist():
+                head, rival = order[head_of[i]], order[i]
+                if str(self.entry_ids[rival]) < str(self.entry_ids[head]):
+                    winners[head] = False
+                    winners[rival] = True
+                    order[head_of[i]] = rival
+        return counts, winners, int(len(keyed) - len(heads))
 
     def rivals(self, picked: np.ndarray, gated: np.ndarray, unread: np.ndarray) -> np.ndarray:
         """Positions in `gated` of unread rows sharing (category, subject) with a picked
@@ -450,8 +613,7 @@ def _build(member: Any, ranker_name: str, *, follow: bool) -> Snapshot:
             cursor.execute(f"SELECT {_UNSEEN}")
             snap.unseen_from, snap.unseen = cursor.fetchone()
         cursor.execute(*_rows_sql(member, snap, "is_current AND lifecycle = 'active'"))
-        for row in cursor.fetchall():
-            snap.put(row[:13], row[13], row[14] if snap.hybrid else None)
+        snap.fill(cursor.fetchall())
     return snap
 
 
@@ -510,7 +672,7 @@ def _catch_up(member: Any, snap: Snapshot) -> int:
         with plainsql.cursor() as cursor:
             cursor.execute(*_rows_sql(member, snap, "revision_id = ANY(%s)", [new]))
             for row in cursor.fetchall():
-                snap.put(row[:13], row[13], row[14] if snap.hybrid else None)
+                snap.put(row[:_BODY_AT], row[_BODY_AT], row[_BODY_AT + 1] if snap.hybrid else None)
     snap.unseen_from, snap.unseen = rows[0][0], rows[0][1]
     return noted
 
@@ -676,7 +838,37 @@ def _resolve(
             vector = query_vector.result()
         else:
             vector = (encoder or embedding.default_encoder()).encode_one(request.query)
-    score = snap.scores(gated, request, corpus, vector)
+    effective = ranker_name if prepare is not None else "jaccard"
+    floor = semantic.relevance_floor(effective)
+    score, value = snap.scores(gated, request, corpus, vector, floor)
+    possible = score > -_INF
+
+    # The envelope counts every reachable row (DESIGN invariant 9), most of which are never
+    # read: the gates and dedupe over the snapshot's live rows, the rows not active in one
+    # grouped statement, and relevance from the semantic values computed above. A winner
+    # whose value the snapshot cannot settle (a hybrid row without a stored vector, a value
+    # within rounding of the floor) is read back, so `resolve` settles it.
+    counts, winner_slots, deduped = snap.census(request, adapter_scopes)
+    for reason, n in recall_db.inactive_drops(
+        request, member=member, adapter_scopes=adapter_scopes
+    ).items():
+        counts[reason] = counts.get(reason, 0) + n
+    winner = winner_slots[gated]
+    unmatched = np.zeros(len(gated), dtype=bool)
+    unsure = np.zeros(len(gated), dtype=bool)
+    if not recall.is_briefing(request.query):
+        if effective != snap.ranker_name:
+            unsure = winner  # the snapshot's values are another ranker's
+        else:
+            settled = snap.has_vector[gated] if snap.hybrid else np.ones(len(gated), dtype=bool)
+            if floor > 0.0:
+                unmatched = settled & (value <= floor - _MARGIN)
+                matched = settled & (value > floor + _MARGIN)
+            else:
+                unmatched = value <= 0.0
+                matched = settled & (value > 0.0)
+            unmatched &= winner
+            unsure = winner & ~unmatched & ~matched
 
     decoder = recall_db._Decoder(tenant_id=str(request.tenant_id), user_id=str(member.public_id))
     fetched: dict[str, recall.Candidate] = {}
@@ -701,6 +893,7 @@ def _resolve(
     cap = recall_db._cap(request)
     depth = max(1, first_read)
     picked = _best(score, depth)
+    picked = np.union1d(picked[possible[picked]], np.flatnonzero(unsure))
     rounds = 0
     while True:
         picked = picked[unread[picked]]
@@ -712,17 +905,36 @@ def _resolve(
             _read_back(snap, wanted, gates, decoder, fetched, revision_of)
         rounds += 1
         pool = sorted(fetched.values(), key=lambda c: c.entry_id)
-        result = recall.resolve(pool, request, semantic=prepared.semantic(pool, corpus))
-        if cap == 0 or not unread.any():
+        result = recall.resolve(
+            pool, request, semantic=prepared.semantic(pool, corpus), relevance_floor=floor
+        )
+        if cap == 0 or not (unread & possible).any():
             break
         if len(result.entries) < cap:
             depth *= 2
             picked = _best(score, depth)
+            picked = picked[possible[picked]]
             continue
         # Read on every unread row that may still reach the k-th score.
         picked = np.flatnonzero(unread & (score >= result.entries[-1].score - _MARGIN))
         if not len(picked):
             break
+    returned = len(result.entries)
+    unread_unmatched = int((unmatched & unread).sum())
+    no_match = result.audit_envelope.suppression_counts.get(recall.NO_MATCH, 0) + unread_unmatched
+    if no_match:
+        counts[recall.NO_MATCH] = no_match
+    over_budget = max(0, int(winner_slots.sum()) - no_match - returned)
+    result = replace(
+        result,
+        audit_envelope=replace(
+            result.audit_envelope,
+            suppression_counts=MappingProxyType(dict(sorted(counts.items()))),
+            evaluated_count=sum(counts.values()) + deduped + over_budget + returned,
+            deduped_count=deduped,
+            over_budget_count=over_budget,
+        ),
+    )
     return recall_db.FastRecall(
         result=result,
         examined=len(gated) - int(unread.sum()),

@@ -152,3 +152,16 @@ def test_gunicorn_stops_with_the_model_preloaded(tmp_path) -> None:
                 server.kill()
                 server.wait()
     assert log.read_text().count("Worker exiting") == 2
+
+
+def test_a_worker_timeout_unwinds_the_request_into_a_problem_503() -> None:
+    from governance.errors import ServiceUnavailable, problem_exception_handler
+
+    with pytest.raises(ServiceUnavailable) as raised:
+        _conf().worker_abort(object())
+    response = problem_exception_handler(raised.value, {})
+    assert response is not None
+    assert response.status_code == 503
+    assert response.content_type == "application/problem+json"
+    body = response.data
+    assert body["code"] == "worker-timeout" and body["status"] == 503

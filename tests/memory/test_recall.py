@@ -204,6 +204,7 @@ def test_every_drop_reason_is_a_known_reason() -> None:
         "tenant-mismatch",
         "scope-mismatch",
         "crisis-frame",
+        "no-match-for-query",
         "user-pause",
         "sensitive-category",
         "tenant-quarantine",
@@ -466,8 +467,16 @@ def test_weights_and_origin_weights_are_the_specs() -> None:
 def test_score_is_the_four_factor_blend() -> None:
     row = candidate(reference_count=4, last_referenced_at=NOW - timedelta(days=3))
     result = resolve([row], request(query="Coffee!"))
-    # body tokens {likes, coffee, the, morning}; query {coffee} -> Jaccard 1/4
-    expected = 0.4 * 2 ** (-3 / 30) + 0.35 * 0.25 + 0.15 * 0.4 + 0.1 * 1.0
+    # body tokens {likes, coffee, the, morning}; query {coffee} -> Jaccard 1/4; for a
+    # question the other three terms count in proportion to that relevance
+    static = 0.4 * 2 ** (-3 / 30) + 0.15 * 0.4 + 0.1 * 1.0
+    assert result.entries[0].score == round(0.35 * 0.25 + 0.25 * static, 6)
+
+
+def test_a_briefing_scores_with_the_specs_plain_blend() -> None:
+    row = candidate(reference_count=4, last_referenced_at=NOW - timedelta(days=3))
+    result = resolve([row], request(query="  "))
+    expected = 0.4 * 2 ** (-3 / 30) + 0.15 * 0.4 + 0.1 * 1.0
     assert result.entries[0].score == round(expected, 6)
 
 
@@ -495,10 +504,15 @@ def test_injected_semantic_function_is_used_and_clamped() -> None:
     rows = [candidate("e-1"), candidate("e-2"), candidate("e-3")]
     values = {"e-1": 0.2, "e-2": 7.0, "e-3": float("nan")}
     result = resolve(rows, request(), semantic=lambda _q, c: values[c.entry_id])
-    assert returned(result) == ["e-2", "e-1", "e-3"]
-    base = round(score_without_semantic(rows[0], NOW), 6)
+    # 7.0 counts as 1, NaN as 0: that one matches nothing of the question
+    assert returned(result) == ["e-2", "e-1"]
+    assert result.audit_envelope.suppression_counts == {"no-match-for-query": 1}
     assert result.entries[0].score == max_possible_score(rows[1], NOW)
-    assert result.entries[2].score == base
+    static = score_without_semantic(rows[0], NOW)
+    assert result.entries[1].score == round(0.35 * 0.2 + 0.2 * static, 6)
+    briefing = resolve(rows, request(query=""), semantic=lambda _q, c: values[c.entry_id])
+    assert returned(briefing)[-1] == "e-3"
+    assert briefing.entries[-1].score == round(static, 6)
 
 
 def test_ties_break_on_updated_at_then_entry_id() -> None:
@@ -610,7 +624,7 @@ def test_shell_gets_no_rationale_text() -> None:
 
 def test_rationale_never_contains_the_body() -> None:
     row = candidate(body="secret sauce recipe is paprika")
-    rationale = resolve([row], request(query="what")).entries[0].surface_rationale
+    rationale = resolve([row], request(query="what recipe")).entries[0].surface_rationale
     assert "paprika" not in rationale and "sauce" not in rationale
 
 

@@ -23,7 +23,8 @@ QUERY = "which coffee do I like"
 @pytest.fixture
 def remembered(member) -> list[str]:
     grant_storage(member)
-    bodies = ["I like my coffee black", "My cat is called Tom", "I live in Berlin"]
+    # Each shares a word with QUERY: a question never gets what matches nothing of it.
+    bodies = ["I like my coffee black", "I like my cat Tom", "I like living in Berlin"]
     return [
         str(
             memory_write(
@@ -149,7 +150,7 @@ def test_a_request_cannot_widen_consent(surface_api, member) -> None:
     memory_write(
         principal=as_member(member),
         member=member,
-        draft=draft(member, "I take insulin daily", category="medical"),
+        draft=draft(member, "I take insulin daily, I like it less than coffee", category="medical"),
     )
     from consent.services import consent_record  # noqa: F401  (ledger stays the word)
 
@@ -174,7 +175,7 @@ def test_consent_missing_from_the_ledger_cannot_be_asserted(surface_api, member)
     memory_write(
         principal=as_member(member),
         member=member,
-        draft=draft(member, "I take insulin daily", category="medical"),
+        draft=draft(member, "I take insulin daily, I like it less than coffee", category="medical"),
     )
     from consent.enums import category_consent_type
     from tests.factories import grant
@@ -278,9 +279,10 @@ def test_scope_key_form_and_session_reach(surface_api, member) -> None:
 def test_recall_runs_in_a_bounded_number_of_queries(
     surface_api, member, remembered, django_assert_max_num_queries
 ) -> None:
-    # The token, the member, the consent ledger, one fetch, the audit INSERT; after the
-    # answer, the bump and the history (between a savepoint's two statements in a test).
-    with django_assert_max_num_queries(9):
+    # The token, the member, the consent ledger, the member's snapshot (built for this
+    # recall inside the test's transaction), its read-back, the count of rows not active,
+    # the audit INSERT; the bump and the history (between a savepoint's two statements).
+    with django_assert_max_num_queries(10):
         response = surface_api.post(URL, ask(member), format="json")
     assert response.status_code == 200
 
@@ -358,7 +360,7 @@ def test_outside_a_transaction_usage_and_history_are_one_statement(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_workers_first_recall_of_a_member_streams_and_builds_the_snapshot_after(
+def test_a_workers_first_recall_of_a_member_builds_its_snapshot_on_the_spot(
     require_postgres, member, monkeypatch, settings
 ) -> None:
     from memory.recall import snapshot as recall_snapshot
@@ -381,11 +383,16 @@ def test_a_workers_first_recall_of_a_member_streams_and_builds_the_snapshot_afte
         wire = recall_resolve(principal=as_member(member), member=member, ask=_profile_ask())
         return [item["entry"]["id"] for item in wire["entries"]]
 
-    first = ids()  # streamed; the snapshot is built once the answer is out
-    assert from_snapshot == [] and recall_snapshot.held(member, "jaccard")
-    assert ids() == first and from_snapshot == [1]
-    settings.IRIS_RECALL_SNAPSHOT_SECONDS = 0  # due for a rebuild: streamed again
-    assert ids() == first and from_snapshot == [1]
+    assert not recall_snapshot.held(member, "jaccard")
+    first = ids()
+    assert len(first) == 2
+    assert from_snapshot == [1] and recall_snapshot.held(member, "jaccard")
+    built = recall_snapshot._CACHE[recall_snapshot._key(member, "jaccard")].built
+    assert ids() == first and from_snapshot == [1, 1]
+    assert recall_snapshot._CACHE[recall_snapshot._key(member, "jaccard")].built == built
+    settings.IRIS_RECALL_SNAPSHOT_SECONDS = 0  # due for a rebuild: rebuilt, same answer
+    assert ids() == first and from_snapshot == [1, 1, 1]
+    assert recall_snapshot._CACHE[recall_snapshot._key(member, "jaccard")].built > built
 
 
 _BUMP_AT = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

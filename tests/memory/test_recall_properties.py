@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -51,6 +52,13 @@ IDENTIFIER_VALUES = {
 WORDS = ["coffee", "tea", "morning", "run", "doctor", "rent", "sister", "prayer", "court", "in"]
 
 # The rules, written out again from the spec rather than imported.
+
+
+def words_of(text: str) -> set[str]:
+    """Jaccard's words: runs of letters and digits, case-folded, longer than two."""
+    return {w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) > 2}
+
+
 REACH = {
     "profile": {"profile"},
     "session": {"session", "profile"},
@@ -316,11 +324,19 @@ def test_budgets_redaction_and_accounting_hold(
         + envelope.over_budget_count
         + len(envelope.returned_ids)
     )
-    # nothing the rules allow is lost except to dedupe or the budget
+    # nothing the rules allow is lost except to dedupe, to matching nothing of the
+    # question, or to the budget
     survivors = [c for c in rows if passes_every_gate(c, req)]
+    unmatched = envelope.suppression_counts.get("no-match-for-query", 0)
     assert len(survivors) == (
-        envelope.deduped_count + envelope.over_budget_count + len(envelope.returned_ids)
+        envelope.deduped_count + unmatched + envelope.over_budget_count + len(envelope.returned_ids)
     )
+    # with a question, everything returned shares a word with it
+    asked = words_of(req.query)
+    if asked:
+        assert all(words_of(e.candidate.body) & asked for e in result.entries)
+    else:
+        assert unmatched == 0
     assert envelope.returned_ids == tuple(e.candidate.entry_id for e in result.entries)
     assert len(set(envelope.returned_ids)) == len(envelope.returned_ids)
 

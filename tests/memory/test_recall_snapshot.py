@@ -75,7 +75,9 @@ def test_a_snapshot_recall_equals_the_exhaustive_pipeline(member, other_member, 
         )
         full = _exhaustive(request, member, name, fast)
         assert _entries(fast.result) == _entries(full)
-        assert fast.result.audit_envelope.returned_ids == full.audit_envelope.returned_ids
+        # every count, over every reachable row: paused, draft, suppressed, crisis,
+        # sensitive, deduped, unmatched and over the budget alike
+        assert fast.result.audit_envelope == full.audit_envelope
         if name == "lexical":
             assert_member_statistics(fast, request, member)
         transaction.set_rollback(True)
@@ -117,6 +119,7 @@ def test_a_hybrid_snapshot_recall_equals_the_exhaustive_pipeline(
         )
         full = _exhaustive(request, member, "hybrid", fast, vectors=vectors)
         assert _entries(fast.result) == _entries(full)
+        assert fast.result.audit_envelope == full.audit_envelope
         transaction.set_rollback(True)
 
 
@@ -138,7 +141,9 @@ def _snapshot_of(member: Any, name: str = "lexical") -> recall_snapshot.Snapshot
 def _agrees(request: recall.RecallRequest, member: Any) -> list[str]:
     """The cached recall's entry ids, once checked against the exhaustive pipeline."""
     fast = _cached(request, member)
-    assert _entries(fast.result) == _entries(_exhaustive(request, member, "lexical", fast))
+    full = _exhaustive(request, member, "lexical", fast)
+    assert _entries(fast.result) == _entries(full)
+    assert fast.result.audit_envelope == full.audit_envelope
     return list(fast.result.audit_envelope.returned_ids)
 
 
@@ -171,7 +176,8 @@ def _set(row: MemoryEntry, **columns: Any) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> None:
     rows = _coffee_rows(member, 40)
-    request = _profile_request(member, "coffee", "assistant")
+    # Every row holds "note", so each one matches and usage orders them.
+    request = _profile_request(member, "note", "assistant")
     first = _agrees(request, member)
     snap = _snapshot_of(member)
     assert snap.size == 40
@@ -190,7 +196,7 @@ def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> Non
     assert third.revision_id not in snap.slot
 
     # A new row and a usage bump: ranked from what the table holds now.
-    MemoryEntry.objects.bulk_create([_profile_row(member, 500, "coffee again", NOW)])
+    MemoryEntry.objects.bulk_create([_profile_row(member, 500, "a note", NOW, reference_count=10)])
     assert _agrees(request, member)[0] == str(uuid.UUID(int=501))
     before = _agrees(request, member)
     old = next(r for r in reversed(rows) if str(r.entry_id) not in before + first[:3])
@@ -217,7 +223,7 @@ def test_a_snapshot_that_missed_a_change_still_never_returns_the_row(
     require_postgres, member
 ) -> None:
     _coffee_rows(member, 20)
-    request = _profile_request(member, "coffee", "assistant")
+    request = _profile_request(member, "note", "assistant")
     top = _agrees(request, member)[0]
     # The change happens, but its note is lost: the snapshot still ranks the row first.
     _set(MemoryEntry.objects.get(entry_id=top), lifecycle="tombstoned")

@@ -54,6 +54,20 @@ FALLBACK_RANKER = "lexical"
 # nDCG@12 over both sizes); the test split never saw it.
 HYBRID_LEXICAL_WEIGHT = 0.5
 
+# The semantic value a memory must exceed to count as matching a question at all
+# (`memory.recall.resolve`'s `relevance_floor`). Jaccard and BM25 are 0 exactly when no word
+# is shared. The hybrid blend never is (a cosine of unrelated sentences is small, not 0):
+# its floor was read off the dev split of bench/recall_quality.py, where it keeps the best
+# relevant memory of 99.4 % of the questions at 1k and all of them at 10k while dropping
+# nine in ten of the memories that answer something else (docs/decisions/recall.md,
+# "Relevance first").
+RELEVANCE_FLOORS: Mapping[str, float] = {"jaccard": 0.0, "lexical": 0.0, "hybrid": 0.15}
+
+
+def relevance_floor(ranker_name: str) -> float:
+    """The relevance floor of a ranker (0 for one this module does not name)."""
+    return RELEVANCE_FLOORS.get(ranker_name, 0.0)
+
 
 class Ranker(Protocol):
     def __call__(
