@@ -174,7 +174,7 @@ def test_a_client_is_registered_with_its_tier(tenant, args, tier) -> None:
     out = run("create_surface_client", "--tenant", tenant.slug, "--surface", "tara", *args)
     client = SurfaceClient.objects.get()
     assert client.destination_tier == tier and f"(tara, {tier} tier)" in out
-    (event,) = AuditEvent.objects.filter(action="iris.surface_client.created")
+    (event,) = AuditEvent.objects.filter(action=AuditAction.GOVERNANCE_SURFACE_CLIENT_CREATED)
     assert event.payload == {"destinationTier": tier}
 
 

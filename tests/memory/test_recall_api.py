@@ -20,6 +20,13 @@ PROBLEM = "application/problem+json"
 QUERY = "which coffee do I like"
 
 
+@pytest.fixture(autouse=True)
+def lexical(settings) -> None:
+    # These tests read lexical rationales ("matches 'coffee'"); the default hybrid ranker
+    # has its own tests (test_recall_ranker, test_hybrid_write_and_recall).
+    settings.IRIS_RECALL_SEMANTIC = "jaccard"
+
+
 @pytest.fixture
 def remembered(member) -> list[str]:
     grant_storage(member)

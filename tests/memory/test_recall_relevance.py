@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.memory.helpers import as_member
 
 from consent.enums import Category
 from memory.enums import Lifecycle, Origin, RecallSurface, ScopeKind
@@ -21,6 +20,7 @@ from memory.recall import pipeline as recall
 from memory.recall import snapshot as recall_snapshot
 from memory.recall.ranking import semantic
 from memory.recall.service import RecallAsk, build_request, recall_resolve
+from tests.factories import as_member
 from tests.memory.test_recall_fast_path import _first_revision
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -195,6 +195,13 @@ def test_among_comparable_matches_usage_still_wins() -> None:
 
 # --------------------------------------------------------------------------------------
 # The envelope through the service, against the pipeline over every candidate
+
+
+@pytest.fixture(autouse=True)
+def lexical(settings: Any) -> None:
+    # The service is compared with `exhaustive_resolve`'s Jaccard reference here; hybrid's
+    # equivalence with the pure pipeline is test_recall_snapshot's.
+    settings.IRIS_RECALL_SEMANTIC = "jaccard"
 
 
 def _ask(**fields: Any) -> RecallAsk:

@@ -42,7 +42,7 @@ def ask(member, tier: str | None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "userId": str(member.public_id),
         "scope": {"kind": "profile"},
-        "query": "which coffee do I like",
+        "query": "",  # a briefing: every memory is a candidate, whatever it is about
         "surface": "assistant",
         "context": "general",
     }
