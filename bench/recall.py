@@ -175,7 +175,10 @@ def seed(rows: int) -> dict[str, object]:
             and Tenant.objects.filter(id=state["tenant"]).exists()
         ):
             state["token"] = surface_client_create(
-                actor=actor, tenant=Tenant.objects.get(id=state["tenant"]), surface="assistant"
+                actor=actor,
+                tenant=Tenant.objects.get(id=state["tenant"]),
+                surface="assistant",
+                destination_tier="local",
             ).token
             return state
     started = time.perf_counter()
@@ -287,7 +290,9 @@ def seed(rows: int) -> dict[str, object]:
     }
     state_file.parent.mkdir(exist_ok=True)
     state_file.write_text(json.dumps(state))
-    state["token"] = surface_client_create(actor=actor, tenant=tenant, surface="assistant").token
+    state["token"] = surface_client_create(
+        actor=actor, tenant=tenant, surface="assistant", destination_tier="local"
+    ).token
     return state
 
 

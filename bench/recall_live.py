@@ -106,7 +106,11 @@ for consent_type in (ConsentType.DATA_PROCESSING, ConsentType.DATA_STORAGE):
     consent_record(principal=principal, member=user, consent_type=consent_type,
                    status="granted", legal_basis=LegalBasis.CONSENT,
                    capture_method=CaptureMethod.SETTINGS_TOGGLE)
-token = surface_client_create(actor=actor, tenant=tenant, surface="assistant").token
+# An assistant whose model runs locally: its recalls may carry the member's own memories
+# (a cloud client gets none of them, `egress-personal-to-cloud`). Requests name no tier.
+token = surface_client_create(
+    actor=actor, tenant=tenant, surface="assistant", destination_tier="local"
+).token
 print(json.dumps({"token": token, "member": str(user.public_id)}))
 """
 
@@ -435,9 +439,6 @@ class Client:
                 "query": query,
                 "surface": "assistant",
                 "context": "general",
-                # The default tier is cloud, to which a member's own memories never go
-                # (`egress-personal-to-cloud`): an on-device turn, as recall.py asks.
-                "destinationTier": "local",
                 **extra,
             },
             tag,
