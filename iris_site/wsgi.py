@@ -17,3 +17,11 @@ except SettingsError as exc:
 from memory.recall.service import warm_up  # noqa: E402
 
 warm_up()
+
+# And what every worker's first request would otherwise import: the URL patterns with the
+# views they name, and the Redis client library behind the cache and the throttle. Under
+# --preload this happens once, in the master.
+import redis  # noqa: E402, F401
+from django.urls import get_resolver  # noqa: E402
+
+get_resolver().url_patterns  # noqa: B018

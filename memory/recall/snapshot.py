@@ -49,6 +49,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import numpy.ma  # noqa: F401  (np.union1d imports it on first use: here, not in a request)
 from django.conf import settings
 from django.db import connection
 
