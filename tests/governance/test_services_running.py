@@ -188,7 +188,12 @@ def test_seed_demo_prints_logins(capsys, settings) -> None:
     call_command("seed_demo")
     out = capsys.readouterr().out
     assert "demo-member" in out and "demo-trust-and-safety" in out and "iris_" in out
-    from governance.models import User
+    from governance.models import SurfaceClient, User
+
+    # The demo assistant is an on-device one: its recalls may carry the member's memories.
+    assert "local tier" in out
+    live = SurfaceClient.objects.get(surface="assistant", revoked_at__isnull=True)
+    assert live.destination_tier == "local"
     from memory.models import MemoryEntry
 
     member = User.objects.get(username="demo-member")

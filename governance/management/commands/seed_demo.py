@@ -42,14 +42,18 @@ class Command(BaseCommand):
             tenant=tenant, surface="assistant", revoked_at__isnull=True
         ).values_list("id", flat=True):
             surface_client_revoke(actor=actor, client_id=client_id)
-        token = surface_client_create(actor=actor, tenant=tenant, surface="assistant").token
+        # The demo assistant runs its model locally, so its recalls may carry the member's
+        # own memories (a cloud client gets none of them).
+        token = surface_client_create(
+            actor=actor, tenant=tenant, surface="assistant", destination_tier="local"
+        ).token
         member = User.objects.get(username="demo-member")
         self.stdout.write(f"Demo logins (password for all: {DEMO_PASSWORD}):")
         for role, username in logins:
             self.stdout.write(f"  {role:<18} {username}")
         self.stdout.write(f"Tenant slug: {tenant.slug}")
         self.stdout.write(f"Demo member's userId (send it as userId): {member.public_id}")
-        self.stdout.write(f"Surface token for 'assistant' (shown once): {token}")
+        self.stdout.write(f"Surface token for 'assistant', local tier (shown once): {token}")
         self.stdout.write("  (earlier demo tokens are revoked)")
 
     def _seed_extras(self, tenant: Tenant, actor: Actor) -> None:
