@@ -54,9 +54,7 @@ import argparse
 import json
 import math
 import os
-import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -68,7 +66,6 @@ from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from urllib.parse import urlparse
 
 import requests
 
@@ -76,6 +73,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import recall_quality as labelled  # noqa: E402  the labelled set, its questions and metrics
+from serve import drop_database, free_port, production_env, recreate_database  # noqa: E402
 
 PY = ROOT / ".venv" / "bin" / "python"
 GUNICORN = ROOT / ".venv" / "bin" / "gunicorn"
@@ -243,24 +241,6 @@ def control(
 # Database and server
 
 
-def recreate_database(url: str) -> None:
-    import psycopg
-
-    parsed = urlparse(url)
-    name = parsed.path.lstrip("/")
-    with psycopg.connect(parsed._replace(path="/postgres").geturl(), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def drop_database(url: str) -> None:
-    import psycopg
-
-    parsed = urlparse(url)
-    with psycopg.connect(parsed._replace(path="/postgres").geturl(), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{parsed.path.lstrip("/")}" WITH (FORCE)')
-
-
 def vacuum_analyze(url: str) -> None:
     import psycopg
 
@@ -269,35 +249,14 @@ def vacuum_analyze(url: str) -> None:
 
 
 def server_env(args: argparse.Namespace, var_dir: Path) -> dict[str, str]:
-    from cryptography.fernet import Fernet
-
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=args.database_url,
+    env = production_env(
+        args.database_url,
+        var_dir,
         REDIS_URL=args.redis_url,
-        DJANGO_SETTINGS_MODULE="iris_site.settings",
-        DEBUG="0",
-        SECRET_KEY=secrets.token_urlsafe(50),
-        IRIS_MASTER_KEY=Fernet.generate_key().decode(),
-        ALLOWED_HOSTS="127.0.0.1,localhost",
-        # Plain HTTP on the loopback: no TLS proxy in front.
-        SECURE_SSL_REDIRECT="0",
-        SECURE_HSTS_SECONDS="0",
-        IRIS_VAR_DIR=str(var_dir),
-        IRIS_AUDIT_CHECKPOINT_PATH=str(var_dir / "checkpoints.jsonl"),
-        # One client writes a whole set: the per-principal throttle would refuse it.
-        IRIS_API_RATE="100000000/min",
         IRIS_RECALL_SEMANTIC=RANKERS[args.ranker],
-        LOG_LEVEL="WARNING",
     )
     env.pop("IRIS_EAGER_TASKS", None)
     return env
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

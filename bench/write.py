@@ -23,7 +23,6 @@ import argparse
 import http.client
 import json
 import os
-import secrets
 import socket
 import statistics
 import subprocess
@@ -33,39 +32,20 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from serve import free_port, production_env, recreate_database  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = ROOT / ".venv" / "bin" / "python"
 GUNICORN = ROOT / ".venv" / "bin" / "gunicorn"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def bench_env(db_url: str, var_dir: Path) -> dict[str, str]:
-    from cryptography.fernet import Fernet
-
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=db_url,
-        DJANGO_SETTINGS_MODULE="iris_site.settings",
-        DEBUG="0",
-        SECRET_KEY=secrets.token_urlsafe(50),
-        IRIS_MASTER_KEY=Fernet.generate_key().decode(),
-        ALLOWED_HOSTS="127.0.0.1,localhost",
-        SECURE_SSL_REDIRECT="0",
-        SECURE_HSTS_SECONDS="0",
-        IRIS_VAR_DIR=str(var_dir),
-        IRIS_AUDIT_CHECKPOINT_PATH=str(var_dir / "checkpoints.jsonl"),
-        IRIS_API_RATE="1000000/min",
-        LOG_LEVEL="WARNING",
-    )
-    env.pop("REDIS_URL", None)
     # No Redis here: what a write queues runs in the process (production settings refuse
     # to start without one or the other).
-    env["IRIS_EAGER_TASKS"] = "1"
+    env = production_env(db_url, var_dir, IRIS_EAGER_TASKS="1")
+    env.pop("REDIS_URL", None)
     return env
 
 
@@ -104,17 +84,6 @@ def analyze(db_url: str) -> None:
 
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("ANALYZE")
-
-
-def recreate_database(db_url: str) -> None:
-    import psycopg
-
-    parsed = urlparse(db_url)
-    name = parsed.path.lstrip("/")
-    admin = parsed._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 SEED = """
