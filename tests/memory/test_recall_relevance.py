@@ -12,15 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consent.enums import Category
-from memory.enums import Lifecycle, Origin, RecallSurface, ScopeKind
+from memory.enums import Origin, ScopeKind
 from memory.models import MemoryEntry
 from memory.recall import db as recall_db
 from memory.recall import pipeline as recall
 from memory.recall import snapshot as recall_snapshot
 from memory.recall.ranking import semantic
 from memory.recall.service import RecallAsk, build_request, recall_resolve
-from tests.factories import as_member
+from tests.factories import as_member, recall_candidate, recall_request
 from tests.memory.test_recall_fast_path import _first_revision
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -28,50 +27,22 @@ QUESTION = "what tea do I like"
 
 
 def _candidate(entry_id: str, body: str, **fields: Any) -> recall.Candidate:
+    """An old, inferred profile preference with no provenance: nothing in its favour but
+    what it says."""
+    old = NOW - timedelta(days=400)
     values: dict[str, Any] = {
-        "entry_id": entry_id,
-        "tenant_id": "t-1",
-        "user_id": "u-1",
-        "scope_kind": ScopeKind.PROFILE,
-        "scope_key": "profile:u-1",
-        "category": Category.PREFERENCE,
-        "body": body,
-        "subject": None,
         "origin": Origin.MODEL_INFERRED,
-        "lifecycle": Lifecycle.ACTIVE,
-        "suppression": None,
-        "multi_actor": None,
         "provenance_chain": (),
-        "reference_count": 0,
-        "last_referenced_at": None,
-        "created_at": NOW - timedelta(days=400),
-        "updated_at": NOW - timedelta(days=400),
-        "revision": 1,
-        "external": False,
+        "created_at": old,
+        "updated_at": old,
         **fields,
     }
-    return recall.Candidate(**values)
+    return recall_candidate(entry_id, now=NOW, body=body, **values)
 
 
 def _request(query: str = QUESTION, **fields: Any) -> recall.RecallRequest:
-    values: dict[str, Any] = {
-        "tenant_id": "t-1",
-        "user_id": "u-1",
-        "scope_kind": ScopeKind.PROFILE,
-        "scope_key": "profile:u-1",
-        "query": query,
-        "surface": RecallSurface.ASSISTANT,
-        "context": "general",
-        "crisis_frame": False,
-        "safety_critical_context": False,
-        "consented_categories": frozenset(),
-        "multi_actor_sensitive_consent": False,
-        "dsar_fulfillment": False,
-        "limit": None,
-        "now": NOW,
-        **fields,
-    }
-    return recall.RecallRequest(**values)
+    values: dict[str, Any] = {"scope_kind": ScopeKind.PROFILE, "scope_key": "profile:u-1"}
+    return recall_request(now=NOW, query=query, **{**values, **fields})
 
 
 def test_a_question_does_not_get_what_matches_nothing_of_it() -> None:
