@@ -291,18 +291,19 @@ def _append(
         witness = str(principal.id)  # the operator recording it is the witness
     resolved_terms = _terms_hash(terms_version, terms_hash)
     recorded_at = timezone.now()
+    fields: dict[str, Any] = {
+        "kind": kind,
+        "consent_type": consent_type,
+        "status": status,
+        "legal_basis": legal_basis,
+        "capture_method": capture_method,
+        "terms_hash": resolved_terms,
+        "witness": witness,
+    }
     # Refuse bad input before governance and before any lock: nothing is written for it.
     try:
         ledger.validate_event_fields(
-            kind=kind,
-            consent_type=consent_type,
-            status=status,
-            legal_basis=legal_basis,
-            capture_method=capture_method,
-            terms_hash=resolved_terms,
-            witness=witness,
-            occurred_at=occurred_at or recorded_at,
-            recorded_at=recorded_at,
+            **fields, occurred_at=occurred_at or recorded_at, recorded_at=recorded_at
         )
     except ConsentRuleError as exc:
         raise invalid(exc, detail=f"{exc.field} is not valid ({exc.rule}).") from None
@@ -349,13 +350,7 @@ def _append(
         event = ledger.build_event(
             member_id=str(member.public_id),
             position=head.position + 1 if head else 1,
-            kind=kind,
-            consent_type=consent_type,
-            status=status,
-            legal_basis=legal_basis,
-            capture_method=capture_method,
-            terms_hash=resolved_terms,
-            witness=witness,
+            **fields,
             occurred_at=occurred_at or recorded_at,
             recorded_at=recorded_at,
         )
