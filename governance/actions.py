@@ -198,6 +198,57 @@ class AuditAction(StrEnum):
         "continuation tokens outlived their lifetime and were removed",
     )
 
+    # Data rights (dsar)
+    DSAR_REQUEST_SUBMITTED = (
+        "iris.dsar.request.submitted",
+        "a member's data-rights request was received",
+    )
+    DSAR_REQUEST_TRANSITIONED = (
+        "iris.dsar.request.transitioned",
+        "a data-rights request moved to another state of its lifecycle",
+    )
+    DSAR_REQUEST_EXTENDED = (
+        "iris.dsar.request.extended",
+        "a data-rights deadline was extended once, with the reason given to the member",
+    )
+    DSAR_REQUEST_REMINDED = (
+        "iris.dsar.request.reminded",
+        "a data-rights request near its deadline was flagged to the legal queue",
+    )
+    DSAR_CODE_SENT = "iris.dsar.code.sent", "a verification code was sent to the member"
+    DSAR_CODE_REFUSED = (
+        "iris.dsar.code.refused",
+        "a verification code was wrong, expired, used or tried too often",
+    )
+    DSAR_EXPORT_BUILT = "iris.dsar.export.built", "an export bundle was built and signed"
+    DSAR_EXPORT_DOWNLOADED = "iris.dsar.export.downloaded", "an export bundle was downloaded"
+    DSAR_EXPORT_EXPIRED = (
+        "iris.dsar.export.expired",
+        "an export bundle's download window ended and its file was deleted",
+    )
+    DSAR_DELETION_APPLIED = (
+        "iris.dsar.deletion.applied",
+        "a deletion request removed the memory and consent records it named",
+    )
+    DSAR_DELETION_UNDONE = (
+        "iris.dsar.deletion.undone",
+        "a soft deletion was undone inside its grace window",
+    )
+    DSAR_DELETION_PURGED = (
+        "iris.dsar.deletion.purged",
+        "a soft deletion's grace window ended and its memory was deleted for good",
+    )
+    DSAR_ERASURES_REAPPLIED = (
+        "iris.dsar.erasures.reapplied",
+        "erasures recorded in the journal were applied again after a restore",
+    )
+    DSAR_ACCESS_VIEWED = (
+        "iris.dsar.access.viewed",
+        "a member viewed everything Iris holds about them",
+    )
+    DSAR_LEGAL_HOLD_PLACED = "iris.dsar.legal_hold.placed", "a legal hold was placed on a member"
+    DSAR_LEGAL_HOLD_LIFTED = "iris.dsar.legal_hold.lifted", "a legal hold was lifted"
+
 
 # Names rows were once written with. The chain never changes, so these rows keep them.
 FORMER_NAMES: dict[AuditAction, tuple[str, ...]] = {

@@ -32,4 +32,13 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "memory.tasks.prune_recall_changes",
         "schedule": crontab(minute="*/5"),
     },
+    # Data-rights jobs (dsar/tasks.py).
+    "dsar-expire-unverified": {
+        "task": "dsar.tasks.expire_unverified",
+        "schedule": crontab(minute=13),
+    },
+    "dsar-remind-deadlines": {
+        "task": "dsar.tasks.remind_deadlines",
+        "schedule": crontab(minute=29, hour="*/6"),
+    },
 }

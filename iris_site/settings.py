@@ -246,6 +246,21 @@ IRIS_RECALL_SNAPSHOT = env_bool("IRIS_RECALL_SNAPSHOT", True)
 IRIS_RECALL_SNAPSHOT_SECONDS = env_float("IRIS_RECALL_SNAPSHOT_SECONDS", 600.0)
 IRIS_RECALL_SNAPSHOT_ROWS = env_int("IRIS_RECALL_SNAPSHOT_ROWS", 60_000)
 IRIS_RECALL_CHANGES_KEEP_SECONDS = env_int("IRIS_RECALL_CHANGES_KEEP_SECONDS", 1200)
+# Mail (data-rights receipts and codes, notices): the console in development; production
+# names its backend (e.g. django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST).
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Iris <no-reply@iris.invalid>")
+# Data rights (docs/decisions/data-rights.md): where export bundles are built and kept, how
+# long one can be downloaded, how long a verification code lives, and the erasure journal,
+# which lives outside the database so that it survives restoring a backup.
+IRIS_EXPORT_DIR = Path(env_str("IRIS_EXPORT_DIR") or VAR_DIR / "exports")
+IRIS_EXPORT_TTL_HOURS = env_int("IRIS_EXPORT_TTL_HOURS", 72)
+IRIS_DSAR_CODE_TTL_MINUTES = env_int("IRIS_DSAR_CODE_TTL_MINUTES", 30)
+IRIS_ERASURE_JOURNAL_PATH = Path(
+    env_str("IRIS_ERASURE_JOURNAL_PATH") or VAR_DIR / "erasure-journal.jsonl"
+)
 # The governance kernel (docs/decisions/governance-kernel.md).
 IRIS_SIDE_EFFECT_LEDGER = env_bool("IRIS_SIDE_EFFECT_LEDGER", True)
 IRIS_SIDE_EFFECT_LEDGER_ALL = env_bool("IRIS_SIDE_EFFECT_LEDGER_ALL", False)

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class DsarConfig(AppConfig):
+    name = "dsar"
+    default_auto_field = "django.db.models.BigAutoField"
+    verbose_name = "Data rights"
+
+    def ready(self) -> None:
+        from dsar.models import TRAIL_TABLE
+        from governance import append_only
+
+        append_only.register(TRAIL_TABLE)

@@ -1,0 +1,26 @@
+"""Data-rights jobs. Each takes ids, reloads, calls one service and is safe to run twice."""
+
+from __future__ import annotations
+
+import uuid
+
+from celery import shared_task
+
+from dsar import services, work
+from governance.models import Tenant
+
+
+@shared_task(name="dsar.tasks.process", acks_late=True)
+def process(request_id: str) -> str:
+    """Carry a verified request through its work (export, deletion, access)."""
+    return work.process(uuid.UUID(request_id))
+
+
+@shared_task(name="dsar.tasks.expire_unverified")
+def expire_unverified() -> int:
+    return sum(services.expire_unverified(tenant=t) for t in Tenant.objects.order_by("slug"))
+
+
+@shared_task(name="dsar.tasks.remind_deadlines")
+def remind_deadlines() -> int:
+    return sum(services.remind_deadlines(tenant=t) for t in Tenant.objects.order_by("slug"))

@@ -1,0 +1,98 @@
+"""Filing and following data-rights requests over the API."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsar.models import DataRightsEvent, DataRightsRequest
+from governance.models import AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+EXPORT = {"kind": "export", "payload": {"includeConsents": True}}
+
+
+def test_member_files_an_export_and_it_is_verified_by_their_session(member_api, member):
+    answer = member_api.post("/api/v1/data-rights", EXPORT, format="json")
+    assert answer.status_code == 201, answer.json()
+    body = answer.json()
+    assert body["kind"] == "export"
+    assert body["verificationMethod"] == "session-token"
+    assert [s["toState"] for s in body["trail"]][:2] == ["submitted", "verified"]
+    assert DataRightsRequest.objects.filter(member=member).count() == 1
+
+
+def test_a_second_open_request_of_a_kind_is_409_naming_the_open_one(surface_api, member):
+    first = surface_api.post(
+        "/api/v1/data-rights", {**EXPORT, "userId": str(member.public_id)}, format="json"
+    )
+    assert first.status_code == 201
+    second = surface_api.post(
+        "/api/v1/data-rights", {**EXPORT, "userId": str(member.public_id)}, format="json"
+    )
+    assert second.status_code == 409
+    problem = second.json()
+    assert problem["code"] == "open-request-exists"
+    assert problem["openRequestId"] == first.json()["id"]
+    assert DataRightsRequest.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "field", "rule"),
+    [
+        ({"mode": "soft"}, "payload.scopes", "scope-or-category-required"),
+        (
+            {"mode": "hard", "categories": ["preference"], "retentionGraceMs": 1000},
+            "payload.retentionGraceMs",
+            "hard-delete-has-no-grace",
+        ),
+        ({"mode": "gone", "categories": ["preference"]}, "payload.mode", "invalid_choice"),
+        ({"categories": ["preference"]}, "payload.mode", "required"),
+    ],
+)
+def test_bad_delete_payloads_are_400_and_write_nothing(surface_api, member, payload, field, rule):
+    before = AuditEvent.objects.count()
+    answer = surface_api.post(
+        "/api/v1/data-rights",
+        {"kind": "delete", "payload": payload, "userId": str(member.public_id)},
+        format="json",
+    )
+    assert answer.status_code == 400
+    error = answer.json()["errors"][0]
+    assert (error["field"], error["rule"]) == (field, rule)
+    assert DataRightsRequest.objects.count() == 0
+    assert DataRightsEvent.objects.count() == 0
+    assert AuditEvent.objects.count() == before
+
+
+def test_pose_memory_without_its_opt_in_is_refused(surface_api, member):
+    answer = surface_api.post(
+        "/api/v1/data-rights",
+        {"kind": "export", "payload": {"scopes": ["pose"]}, "userId": str(member.public_id)},
+        format="json",
+    )
+    assert answer.status_code == 400
+    assert answer.json()["errors"][0]["rule"] == "opt-in-required"
+
+
+def test_another_tenant_cannot_see_a_request(surface_api, foreign_surface_token, member, api):
+    made = surface_api.post(
+        "/api/v1/data-rights", {**EXPORT, "userId": str(member.public_id)}, format="json"
+    ).json()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {foreign_surface_token}")
+    answer = api.get(f"/api/v1/data-rights/{made['id']}?userId={member.public_id}")
+    assert answer.status_code == 404
+
+
+def test_a_transition_outside_the_table_is_400(surface_api, member):
+    made = surface_api.post(
+        "/api/v1/data-rights", {**EXPORT, "userId": str(member.public_id)}, format="json"
+    ).json()
+    answer = surface_api.post(
+        f"/api/v1/data-rights/{made['id']}/transition",
+        {"to": "completed", "userId": str(member.public_id)},
+        format="json",
+    )
+    assert answer.status_code == 400
+    assert answer.json()["errors"][0]["rule"] == "transition-not-allowed"
+    assert DataRightsEvent.objects.count() == 1
