@@ -41,6 +41,9 @@ SERVICE_MODULES = (
     "memory.jobs",
     "consent.services",
     "dsar.services",
+    "dsar.export",
+    "dsar.deletion",
+    "dsar.access",
     "inspection.services",
 )
 
