@@ -13,3 +13,9 @@ class DsarConfig(AppConfig):
         from governance import append_only
 
         append_only.register(TRAIL_TABLE)
+
+        from dsar.services import DataRightsCallerGate
+        from governance.pipeline import register, registered_checks
+
+        if not any(c.name == DataRightsCallerGate.name for c in registered_checks()):
+            register(DataRightsCallerGate())

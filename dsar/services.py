@@ -25,7 +25,7 @@ import secrets
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -37,27 +37,29 @@ from dsar.enums import (
     CODE_METHODS,
     OPEN_STATES,
     OPERATOR_METHODS,
-    Jurisdiction,
     RequestKind,
     RequestState,
     VerificationMethod,
 )
-from dsar.models import (
-    DataRightsEvent,
-    DataRightsRequest,
-    LegalHold,
-    TenantDataRightsPolicy,
-    VerificationCode,
-)
+from dsar.models import DataRightsEvent, DataRightsRequest, LegalHold, VerificationCode
+from dsar.selectors import active_hold, clock_of, is_legal, jurisdiction_of, open_request_of
 from governance import keys, vault
 from governance.actions import AuditAction
 from governance.after_commit import after_commit
 from governance.audit import audit_record
 from governance.errors import Conflict, Forbidden, NotFound, ValidationFailed, invalid
-from governance.models import Tenant, User
-from governance.pipeline import Effect, Hook, Operation, govern, record_pending
+from governance.models import User
+from governance.pipeline import (
+    Check,
+    Decision,
+    Effect,
+    Hook,
+    Operation,
+    Verdict,
+    govern,
+    record_pending,
+)
 from governance.principal import Principal
-from governance.roles import Role
 from governance.rules import RuleError
 from governance.text import TextRuleError, check_usable
 
@@ -74,20 +76,32 @@ MEMBER_MOVES = frozenset({S.CANCELLED, S.APPEALED})
 OPERATOR_MOVES = frozenset({S.VERIFIED, S.IN_PROGRESS, S.COMPLETED, S.FAILED})
 
 
+# --------------------------------------------------------------------------- the gate
+
+
+class DataRightsCallerGate(Check):
+    """Legal holds and extensions are for an operator with the legal role. A kernel check,
+    so that anyone else's attempt is on record as a deny. Registered by `dsar.apps`;
+    decides only operations that carry a `dsarLegalOnly` attribute."""
+
+    name = "dsar-caller"
+    priority = 22
+    hooks: ClassVar[frozenset[Hook]] = frozenset({Hook.PRE_WRITE})
+
+    def evaluate(self, hook: Hook, op: Operation) -> Decision | None:
+        if not op.attributes.get("dsarLegalOnly") or is_legal(op.principal):
+            return None
+        if op.principal.kind == "system":
+            return None
+        return Decision(
+            self.name,
+            Verdict.DENY,
+            "legal-role-required",
+            "Only an operator with the legal role may do this.",
+        )
+
+
 # --------------------------------------------------------------------------- helpers
-
-
-def jurisdiction_of(tenant_id: uuid.UUID) -> str:
-    policy = TenantDataRightsPolicy.objects.filter(tenant_id=tenant_id).first()
-    return policy.jurisdiction if policy else Jurisdiction.GDPR.value
-
-
-def clock_of(request: DataRightsRequest) -> deadlines.Clock:
-    return deadlines.clock_for(request.jurisdiction, request.received_at)
-
-
-def is_legal(principal: Principal) -> bool:
-    return principal.kind == "operator" and Role.LEGAL.value in principal.roles
 
 
 def _is_owner_side(principal: Principal) -> bool:
@@ -122,6 +136,7 @@ def _govern(
     arguments: Mapping[str, Any] | None = None,
     texts: Mapping[str, str | None] | None = None,
     effect: Effect = Effect.WRITE,
+    legal_only: bool = False,
     pending: list[dict[str, Any]],
 ) -> None:
     govern(
@@ -133,7 +148,7 @@ def _govern(
             tenant_id=member.tenant_id,
             member_id=member.public_id,
             subject_ids=subject_ids,
-            attributes={"arguments": dict(arguments or {})},
+            attributes={"arguments": dict(arguments or {}), "dsarLegalOnly": legal_only},
             texts=dict(texts or {}),
         ),
         pending=pending,
@@ -215,19 +230,6 @@ def _screened(value: Any, field: str, *, required: bool) -> str:
             raise ValidationFailed(f"{field} is required.", field=field, rule="required")
         return ""
     return text
-
-
-def open_request_of(member: User, kind: str) -> DataRightsRequest | None:
-    return (
-        DataRightsRequest.objects.filter(
-            tenant_id=member.tenant_id,
-            member=member,
-            kind=kind,
-            state__in=[s.value for s in OPEN_STATES],
-        )
-        .order_by("received_at")
-        .first()
-    )
 
 
 def _duplicate(existing: DataRightsRequest) -> Conflict:
@@ -364,7 +366,7 @@ def _send_receipt(request_id: uuid.UUID) -> None:
 def data_rights_transition(
     *,
     principal: Principal,
-    member: User,
+    member: User | None,
     request_id: uuid.UUID,
     to: str,
     reason_code: str = "",
@@ -403,7 +405,7 @@ def data_rights_transition(
     decided: list[dict[str, Any]] = []
     _govern(
         principal,
-        member,
+        request.member,
         "dsar.transition",
         subject_ids=(str(request.id),),
         arguments={"to": target.value},
@@ -412,7 +414,7 @@ def data_rights_transition(
     )
     with transaction.atomic(durable=True):
         record_pending(decided)
-        request = _locked(request.id, member.tenant_id)
+        request = _locked(request.id, request.tenant_id)
         _append(principal, request, target, now=now, reason_code=reason)
         if target is S.IN_PROGRESS:
             after_commit(_queue_process, request.id)
@@ -437,6 +439,8 @@ def _check_mover(principal: Principal, target: RequestState) -> None:
 def _visible(principal: Principal, member: User | None, request_id: uuid.UUID) -> DataRightsRequest:
     """The request, if the caller may see it: the member's own, or any in the legal
     operator's tenant. Anything else is 404."""
+    if principal.tenant_id is None:
+        raise NotFound("No such data-rights request.")
     query = DataRightsRequest.objects.select_related("member").filter(
         tenant_id=principal.tenant_id, id=request_id
     )
@@ -749,20 +753,12 @@ def _mail_extension(request_id: uuid.UUID) -> None:
 # --------------------------------------------------------------------------- legal holds
 
 
-def active_hold(member: User) -> LegalHold | None:
-    return (
-        LegalHold.objects.filter(tenant_id=member.tenant_id, member=member, lifted_at__isnull=True)
-        .order_by("placed_at")
-        .first()
-    )
-
-
 def legal_hold_place(
     *, principal: Principal, member: User, reason: str, now: datetime | None = None
 ) -> LegalHold:
     """Place a legal hold: deletion of the member's data waits until it is lifted."""
     now = now or timezone.now()
-    if not is_legal(principal) or member.tenant_id != principal.tenant_id:
+    if member.tenant_id != principal.tenant_id:
         raise NotFound("No such member.")
     text = _screened(reason, "reason", required=True)
     existing = active_hold(member)
@@ -775,7 +771,14 @@ def legal_hold_place(
             extra={"holdId": str(existing.id)},
         )
     decided: list[dict[str, Any]] = []
-    _govern(principal, member, "dsar.legal_hold_place", texts={"reason": text}, pending=decided)
+    _govern(
+        principal,
+        member,
+        "dsar.legal_hold_place",
+        texts={"reason": text},
+        legal_only=True,
+        pending=decided,
+    )
     with transaction.atomic(durable=True):
         record_pending(decided)
         hold = LegalHold.objects.create(
@@ -801,13 +804,13 @@ def legal_hold_lift(
 ) -> LegalHold:
     """Lift the member's legal hold; deletions that waited for it are queued again."""
     now = now or timezone.now()
-    if not is_legal(principal) or member.tenant_id != principal.tenant_id:
+    if member.tenant_id != principal.tenant_id:
         raise NotFound("No such member.")
+    decided: list[dict[str, Any]] = []
+    _govern(principal, member, "dsar.legal_hold_lift", legal_only=True, pending=decided)
     hold = active_hold(member)
     if hold is None:
         raise NotFound("No legal hold applies.")
-    decided: list[dict[str, Any]] = []
-    _govern(principal, member, "dsar.legal_hold_lift", subject_ids=(str(hold.id),), pending=decided)
     with transaction.atomic(durable=True):
         record_pending(decided)
         LegalHold.objects.filter(tenant_id=member.tenant_id, id=hold.id).update(
@@ -830,98 +833,3 @@ def legal_hold_lift(
             after_commit(_queue_process, waiting)
     hold.refresh_from_db()
     return hold
-
-
-# --------------------------------------------------------------------------- jobs
-
-
-def expire_unverified(*, tenant: Tenant, now: datetime | None = None, batch: int = 200) -> int:
-    """Expire this tenant's requests still unverified past `verify_by` (7 days). Safe to
-    run twice: an expired request is no longer submitted."""
-    now = now or timezone.now()
-    system = Principal.system(tenant_id=tenant.id)
-    ids = list(
-        DataRightsRequest.objects.filter(
-            tenant_id=tenant.id, state=S.SUBMITTED, verify_by__lte=now
-        ).values_list("id", flat=True)[:batch]
-    )
-    done = 0
-    for request_id in ids:
-        request = DataRightsRequest.objects.select_related("member").get(
-            tenant_id=tenant.id, id=request_id
-        )
-        decided: list[dict[str, Any]] = []
-        _govern(
-            system,
-            request.member,
-            "dsar.expire",
-            subject_ids=(str(request.id),),
-            pending=decided,
-        )
-        with transaction.atomic(durable=True):
-            record_pending(decided)
-            request = _locked(request_id, tenant.id)
-            if request.state != S.SUBMITTED:
-                continue
-            _append(system, request, S.EXPIRED, now=now, reason_code="verification-window-passed")
-            done += 1
-    return done
-
-
-def remind_deadlines(*, tenant: Tenant, now: datetime | None = None, batch: int = 200) -> int:
-    """Flag open requests within `deadlines.REMINDER_LEAD` of their deadline (or past it)
-    to the legal queue: once per request, by email to the tenant's legal operators and as
-    an audit event the queue shows. Safe to run twice."""
-    now = now or timezone.now()
-    system = Principal.system(tenant_id=tenant.id)
-    rows = list(
-        DataRightsRequest.objects.select_related("member").filter(
-            tenant_id=tenant.id,
-            state__in=[s.value for s in OPEN_STATES],
-            reminded_at__isnull=True,
-            due_at__lte=now + deadlines.REMINDER_LEAD,
-        )[:batch]
-    )
-    for request in rows:
-        decided: list[dict[str, Any]] = []
-        _govern(
-            system,
-            request.member,
-            "dsar.remind",
-            subject_ids=(str(request.id),),
-            pending=decided,
-        )
-        with transaction.atomic(durable=True):
-            record_pending(decided)
-            flagged = DataRightsRequest.objects.filter(
-                tenant_id=tenant.id, id=request.id, reminded_at__isnull=True
-            ).update(reminded_at=now)
-            if not flagged:
-                continue
-            _audit(
-                system,
-                request,
-                AuditAction.DSAR_REQUEST_REMINDED,
-                payload={"dueAt": request.due_at.isoformat()},
-            )
-            after_commit(_mail_legal_reminder, tenant.id, request.id)
-    return len(rows)
-
-
-def _mail_legal_reminder(tenant_id: uuid.UUID, request_id: uuid.UUID) -> None:
-    addresses = sorted(
-        User.objects.filter(
-            tenant_id=tenant_id, kind=User.Kind.OPERATOR, groups__name=Role.LEGAL.value
-        )
-        .exclude(email="")
-        .values_list("email", flat=True)
-    )
-    if not addresses:
-        return
-    request = DataRightsRequest.objects.get(tenant_id=tenant_id, id=request_id)
-    send_mail(
-        "A data-rights request is due soon",
-        f"Request {request.id} ({request.kind}) is due by {request.due_at:%d %B %Y %H:%M} UTC.",
-        None,
-        addresses,
-    )

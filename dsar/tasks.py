@@ -6,7 +6,7 @@ import uuid
 
 from celery import shared_task
 
-from dsar import services, work
+from dsar import jobs, work
 from governance.models import Tenant
 
 
@@ -18,9 +18,9 @@ def process(request_id: str) -> str:
 
 @shared_task(name="dsar.tasks.expire_unverified")
 def expire_unverified() -> int:
-    return sum(services.expire_unverified(tenant=t) for t in Tenant.objects.order_by("slug"))
+    return sum(jobs.expire_unverified(tenant=t) for t in Tenant.objects.order_by("slug"))
 
 
 @shared_task(name="dsar.tasks.remind_deadlines")
 def remind_deadlines() -> int:
-    return sum(services.remind_deadlines(tenant=t) for t in Tenant.objects.order_by("slug"))
+    return sum(jobs.remind_deadlines(tenant=t) for t in Tenant.objects.order_by("slug"))

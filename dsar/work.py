@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from dsar.enums import RequestKind, RequestState
 from dsar.models import DataRightsRequest
-from dsar.services import _append, _locked, active_hold
+from dsar.selectors import active_hold
+from dsar.services import _append, _locked
 from governance.principal import Principal
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Every audit action Iris records, named once.
 
 An action is `iris.<area>.<thing>.<outcome>`: the area is the part of Iris that acts
-(`account`, `consent`, `governance`, `memory`, `vault`), the thing is what it acted on,
+(`account`, `consent`, `dsar`, `governance`, `memory`, `vault`), the thing is what it acted on,
 and the outcome is a past-tense verb, with a word before it where the verb alone would
 not say what happened (`enrolment_started`, `scope_changed`, `retention_review_flagged`).
 The kernel's decision events are the one exception: they end in the verdict itself

@@ -16,10 +16,10 @@ APPS = ("governance", "consent", "memory", "dsar", "inspection", "iris_site")
 # `action=` means something else to these: argparse's store_true, and the plain-words
 # phrase an approval shows the member ("forget a memory").
 NOT_AUDIT = {"add_argument", "register_resumable", "describe_operation"}
-AREAS = ("account", "consent", "governance", "memory", "vault")
+AREAS = ("account", "consent", "dsar", "governance", "memory", "vault")
 WORD = r"[a-z]+(?:_[a-z]+)*"
 GRAMMAR = re.compile(rf"^iris\.(?:{'|'.join(AREAS)})\.{WORD}\.{WORD}$")
-IRREGULAR_PAST = {"forgotten", "reset", "written"}
+IRREGULAR_PAST = {"built", "forgotten", "reset", "sent", "undone", "written"}
 # The kernel's decisions end in the verdict (docs/decisions/layout.md, "Audit actions").
 VERDICTS = {f"iris.governance.decision.{v.value}" for v in Verdict}
 

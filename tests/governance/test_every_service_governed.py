@@ -41,6 +41,7 @@ SERVICE_MODULES = (
     "memory.jobs",
     "consent.services",
     "dsar.services",
+    "dsar.jobs",
     "dsar.export",
     "dsar.deletion",
     "dsar.access",
@@ -81,11 +82,6 @@ EXEMPT: dict[str, str] = {
     "memory.jobs.expire_pending": "counts what expiry has left to do",
     "memory.jobs.extractive_summary": "pure: the text of a summary",
     "memory.jobs.handled": "pure: reads a finished run's counts",
-    "dsar.services.jurisdiction_of": "reads the tenant's data-rights jurisdiction",
-    "dsar.services.clock_of": "pure: a request's statutory clock",
-    "dsar.services.is_legal": "pure: whether a principal is a legal operator",
-    "dsar.services.open_request_of": "reads the member's open request of a kind",
-    "dsar.services.active_hold": "reads the member's legal hold in force",
 }
 
 
