@@ -37,18 +37,25 @@ from dsar.enums import (
     CODE_METHODS,
     OPEN_STATES,
     OPERATOR_METHODS,
+    Jurisdiction,
     RequestKind,
     RequestState,
     VerificationMethod,
 )
-from dsar.models import DataRightsEvent, DataRightsRequest, LegalHold, VerificationCode
+from dsar.models import (
+    DataRightsEvent,
+    DataRightsRequest,
+    LegalHold,
+    TenantDataRightsPolicy,
+    VerificationCode,
+)
 from dsar.selectors import active_hold, clock_of, is_legal, jurisdiction_of, open_request_of
 from governance import keys, vault
 from governance.actions import AuditAction
 from governance.after_commit import after_commit
 from governance.audit import audit_record
 from governance.errors import Conflict, Forbidden, NotFound, ValidationFailed, invalid
-from governance.models import User
+from governance.models import Tenant, User
 from governance.pipeline import (
     Check,
     Decision,
@@ -833,3 +840,44 @@ def legal_hold_lift(
             after_commit(_queue_process, waiting)
     hold.refresh_from_db()
     return hold
+
+
+# --------------------------------------------------------------------------- tenant setting
+
+
+def data_rights_jurisdiction_set(*, principal: Principal, tenant: Tenant, jurisdiction: str) -> str:
+    """Set which statutory clock the tenant's new requests run on (GDPR or CCPA). Requests
+    already filed keep the clock they were received under."""
+    if jurisdiction not in {j.value for j in Jurisdiction}:
+        raise ValidationFailed(
+            "jurisdiction is gdpr or ccpa.",
+            field="jurisdiction",
+            rule="invalid_choice",
+            allowed=[j.value for j in Jurisdiction],
+        )
+    decided: list[dict[str, Any]] = []
+    govern(
+        Hook.PRE_WRITE,
+        Operation(
+            name="dsar.jurisdiction_set",
+            effect=Effect.WRITE,
+            principal=principal,
+            tenant_id=tenant.id,
+            attributes={"arguments": {"jurisdiction": jurisdiction}},
+        ),
+        pending=decided,
+    )
+    with transaction.atomic(durable=True):
+        record_pending(decided)
+        TenantDataRightsPolicy.objects.update_or_create(
+            tenant=tenant, defaults={"jurisdiction": jurisdiction}
+        )
+        audit_record(
+            actor=principal.actor,
+            action=AuditAction.DSAR_JURISDICTION_SET,
+            tenant_id=tenant.id,
+            policy_id=POLICY_ID,
+            subject_ids=[tenant.id],
+            payload={"jurisdiction": jurisdiction},
+        )
+    return jurisdiction

@@ -248,6 +248,10 @@ class AuditAction(StrEnum):
     )
     DSAR_LEGAL_HOLD_PLACED = "iris.dsar.legal_hold.placed", "a legal hold was placed on a member"
     DSAR_LEGAL_HOLD_LIFTED = "iris.dsar.legal_hold.lifted", "a legal hold was lifted"
+    DSAR_JURISDICTION_SET = (
+        "iris.dsar.jurisdiction.set",
+        "a tenant's data-rights jurisdiction (GDPR or CCPA) was set",
+    )
 
 
 # Names rows were once written with. The chain never changes, so these rows keep them.

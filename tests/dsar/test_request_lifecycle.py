@@ -195,3 +195,15 @@ def test_audit_payloads_name_no_category(member):
     file(member, kind="delete", payload={"mode": "soft", "categories": ["medical"]})
     for event in AuditEvent.objects.filter(action__startswith="iris.dsar."):
         assert "medical" not in str(event.payload)
+
+
+def test_the_jurisdiction_command_sets_the_clock_of_new_requests(member, tenant):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("set_data_rights_jurisdiction", "acme", "ccpa", stdout=out)
+    assert "ccpa" in out.getvalue()
+    assert file(member).jurisdiction == "ccpa"
+    assert AuditEvent.objects.filter(action="iris.dsar.jurisdiction.set").count() == 1

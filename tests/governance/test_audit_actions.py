@@ -19,7 +19,7 @@ NOT_AUDIT = {"add_argument", "register_resumable", "describe_operation"}
 AREAS = ("account", "consent", "dsar", "governance", "memory", "vault")
 WORD = r"[a-z]+(?:_[a-z]+)*"
 GRAMMAR = re.compile(rf"^iris\.(?:{'|'.join(AREAS)})\.{WORD}\.{WORD}$")
-IRREGULAR_PAST = {"built", "forgotten", "reset", "sent", "undone", "written"}
+IRREGULAR_PAST = {"built", "forgotten", "reset", "sent", "set", "undone", "written"}
 # The kernel's decisions end in the verdict (docs/decisions/layout.md, "Audit actions").
 VERDICTS = {f"iris.governance.decision.{v.value}" for v in Verdict}
 
