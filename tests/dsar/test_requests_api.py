@@ -96,3 +96,73 @@ def test_a_transition_outside_the_table_is_400(surface_api, member):
     assert answer.status_code == 400
     assert answer.json()["errors"][0]["rule"] == "transition-not-allowed"
     assert DataRightsEvent.objects.count() == 1
+
+
+@pytest.fixture
+def legal_api(make_operator):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_login(make_operator("legal"))
+    return client
+
+
+def test_a_legal_operator_verifies_and_extends_through_the_api(surface_api, legal_api, member):
+    made = surface_api.post(
+        "/api/v1/data-rights",
+        {"kind": "access", "userId": str(member.public_id)},
+        format="json",
+    ).json()
+    verified = legal_api.post(
+        f"/api/v1/data-rights/{made['id']}/transition",
+        {"to": "verified", "method": "operator-signoff"},
+        format="json",
+    )
+    assert verified.status_code == 200, verified.json()
+    assert verified.json()["verificationMethod"] == "operator-signoff"
+    extended = legal_api.post(
+        f"/api/v1/data-rights/{made['id']}/extend", {"reason": "Archive restore"}, format="json"
+    )
+    assert extended.status_code == 200, extended.json()
+    assert extended.json()["extensionReason"] == "Archive restore"
+
+
+@pytest.mark.parametrize("role", ["support", "admin", "trust-and-safety"])
+def test_other_operator_roles_cannot_see_requests(surface_api, make_operator, member, role):
+    from rest_framework.test import APIClient
+
+    made = surface_api.post(
+        "/api/v1/data-rights", {"kind": "access", "userId": str(member.public_id)}, format="json"
+    ).json()
+    client = APIClient()
+    client.force_login(make_operator(role))
+    answer = client.post(
+        f"/api/v1/data-rights/{made['id']}/transition",
+        {"to": "verified", "method": "operator-signoff"},
+        format="json",
+    )
+    assert answer.status_code == 404
+    assert DataRightsEvent.objects.count() == 1
+
+
+def test_the_code_endpoint_sends_a_code_to_the_member(surface_api, member):
+    member.email = "ada@example.org"
+    member.save()
+    made = surface_api.post(
+        "/api/v1/data-rights", {"kind": "access", "userId": str(member.public_id)}, format="json"
+    ).json()
+    answer = surface_api.post(
+        f"/api/v1/data-rights/{made['id']}/verification-code",
+        {"method": "email-link", "userId": str(member.public_id)},
+        format="json",
+    )
+    assert answer.status_code == 202
+    assert answer.json()["sent"] is True
+
+
+def test_anonymous_callers_are_refused(api):
+    assert api.get("/api/v1/data-rights").status_code in (401, 403)
+    assert api.post("/api/v1/data-rights", {"kind": "access"}, format="json").status_code in (
+        401,
+        403,
+    )
