@@ -176,6 +176,56 @@ OPS = [
         lambda w: {"tool": "web.search", "readExternalContent": False, "source": "example.org"},
     ),
     Op(
+        "data-rights-delete",
+        "post",
+        lambda w: "/api/v1/data-rights",
+        lambda w: {
+            "userId": w.user_id,
+            "kind": "delete",
+            "payload": {
+                "mode": "soft",
+                "scopes": ["profile"],
+                "categories": ["preference"],
+                "purgeConsentLedger": False,
+                "retentionGraceMs": 1000,
+            },
+        },
+    ),
+    Op(
+        "data-rights-export",
+        "post",
+        lambda w: "/api/v1/data-rights",
+        lambda w: {
+            "userId": w.user_id,
+            "kind": "export",
+            "payload": {
+                "scopes": ["profile", "pose"],
+                "includePoseMemory": True,
+                "encrypted": True,
+                "passphrase": "a long passphrase",
+                "deliveryChannel": "download",
+            },
+        },
+    ),
+    Op(
+        "data-rights-transition",
+        "post",
+        lambda w: f"/api/v1/data-rights/{SOME_ID}/transition",
+        lambda w: {"userId": w.user_id, "to": "verified", "method": "email-link", "code": "1"},
+    ),
+    Op(
+        "data-rights-code",
+        "post",
+        lambda w: f"/api/v1/data-rights/{SOME_ID}/verification-code",
+        lambda w: {"userId": w.user_id, "method": "email-link"},
+    ),
+    Op(
+        "data-rights-extend",
+        "post",
+        lambda w: f"/api/v1/data-rights/{SOME_ID}/extend",
+        lambda w: {"reason": "Archive restore"},
+    ),
+    Op(
         "approval-decide",
         "post",
         lambda w: f"/api/v1/approvals/{SOME_ID}/decide",
@@ -401,7 +451,17 @@ def test_every_operation_is_in_the_list() -> None:
         "api-continuation-tokens",
         "api-run-steps",
         "api-approvals-decide",
+        "api-data-rights",
+        "api-data-rights-transition",
+        "api-data-rights-code",
+        "api-data-rights-extend",
     }
-    read_only = {"api-health", "api-memory-history", "api-consents-active", "api-approvals"}
+    read_only = {
+        "api-health",
+        "api-memory-history",
+        "api-consents-active",
+        "api-approvals",
+        "api-data-rights-detail",
+    }
     api = {n for n in names if n.startswith("api-") and n not in {"api-schema", "api-docs"}}
     assert api <= covered | read_only, api - covered - read_only
