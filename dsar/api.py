@@ -10,14 +10,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from dsar import selectors, services
+from dsar import export, selectors, services
 from dsar.enums import RequestKind, RequestState, VerificationMethod
 from dsar.models import DataRightsRequest
 from governance.acting import acting_for, user_id_in
@@ -248,3 +250,56 @@ class DataRightsExtendApi(APIView):
             reason=data_in.validated_data["reason"],
         )
         return Response(request_out(row))
+
+
+class DataRightsBundleApi(APIView):
+    """Download an export's bundle: the member's own session, or a surface for its member.
+    404 for anyone else, 409 while it is being built, 410 once its window has ended."""
+
+    class BundleQuery(serializers.Serializer):
+        userId = serializers.UUIDField(required=False)
+
+    @extend_schema(
+        parameters=[BundleQuery],
+        responses={(200, "application/zip"): OpenApiTypes.BINARY},
+    )
+    def get(self, request: Request, request_id: uuid.UUID) -> FileResponse:
+        query = self.BundleQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        principal, member = acting_for(request, query.validated_data.get("userId"))
+        path, name = export.bundle_for_download(
+            principal=principal, member=member, request_id=request_id
+        )
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:  # expired between the check and the open
+            raise export.BundleGone("The export's download window has ended.") from None
+        return FileResponse(
+            handle, as_attachment=True, filename=name, content_type="application/zip"
+        )
+
+
+class DataRightsSigningKeyApi(APIView):
+    """The public keys export bundles are signed with (Ed25519), newest first, so anyone
+    can check a bundle (`manage.py verify_bundle`, or any Ed25519 library). Public."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+
+    class SigningKeyOutput(serializers.Serializer):
+        algorithm = serializers.CharField()
+        keyId = serializers.CharField()
+        publicKey = serializers.CharField(help_text="The 32 raw bytes, base64.")
+        publicKeyPem = serializers.CharField()
+
+    class SigningKeysOutput(serializers.Serializer):
+        algorithm = serializers.CharField()
+        keyId = serializers.CharField(help_text="The key new bundles are signed with.")
+        publicKey = serializers.CharField()
+        publicKeyPem = serializers.CharField()
+        keys = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(responses=SigningKeysOutput)
+    def get(self, request: Request) -> Response:
+        published = export.published_keys()
+        return Response({**published[0], "keys": published})

@@ -7,6 +7,11 @@ from dsar import api
 urlpatterns = [
     path("data-rights", api.DataRightsApi.as_view(), name="api-data-rights"),
     path(
+        "data-rights/signing-key",
+        api.DataRightsSigningKeyApi.as_view(),
+        name="api-data-rights-signing-key",
+    ),
+    path(
         "data-rights/<uuid:request_id>",
         api.DataRightsDetailApi.as_view(),
         name="api-data-rights-detail",
@@ -25,5 +30,10 @@ urlpatterns = [
         "data-rights/<uuid:request_id>/extend",
         api.DataRightsExtendApi.as_view(),
         name="api-data-rights-extend",
+    ),
+    path(
+        "data-rights/<uuid:request_id>/bundle",
+        api.DataRightsBundleApi.as_view(),
+        name="api-data-rights-bundle",
     ),
 ]

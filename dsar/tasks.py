@@ -6,7 +6,7 @@ import uuid
 
 from celery import shared_task
 
-from dsar import jobs, work
+from dsar import export, jobs, work
 from governance.models import Tenant
 
 
@@ -24,3 +24,15 @@ def expire_unverified() -> int:
 @shared_task(name="dsar.tasks.remind_deadlines")
 def remind_deadlines() -> int:
     return sum(jobs.remind_deadlines(tenant=t) for t in Tenant.objects.order_by("slug"))
+
+
+@shared_task(name="dsar.tasks.requeue_stalled")
+def requeue_stalled() -> int:
+    """Queue again export and access work that a dead worker left (dsar.export)."""
+    return sum(export.requeue_stalled(tenant=t) for t in Tenant.objects.order_by("slug"))
+
+
+@shared_task(name="dsar.tasks.expire_bundles")
+def expire_bundles() -> int:
+    """Delete export bundles whose download window ended (dsar.export)."""
+    return sum(export.expire_bundles(tenant=t) for t in Tenant.objects.order_by("slug"))

@@ -41,4 +41,12 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "dsar.tasks.remind_deadlines",
         "schedule": crontab(minute=29, hour="*/6"),
     },
+    "dsar-requeue-stalled": {
+        "task": "dsar.tasks.requeue_stalled",
+        "schedule": crontab(minute="*/5"),
+    },
+    "dsar-expire-bundles": {
+        "task": "dsar.tasks.expire_bundles",
+        "schedule": crontab(minute="*/10"),
+    },
 }

@@ -82,6 +82,14 @@ EXEMPT: dict[str, str] = {
     "memory.jobs.expire_pending": "counts what expiry has left to do",
     "memory.jobs.extractive_summary": "pure: the text of a summary",
     "memory.jobs.handled": "pure: reads a finished run's counts",
+    "dsar.export.signing_keys": "derives the export signing keys from the master key",
+    "dsar.export.public_keys": "derives the public halves of the export signing keys",
+    "dsar.export.published_keys": "formats the public signing keys for publication",
+    "dsar.export.staging_dir": "names (and creates) the export staging folder",
+    "dsar.access.access_report": (
+        "reads the member's data for access_view and run_access, which govern; writes nothing"
+    ),
+    "dsar.access.report_fingerprint": "pure: the SHA-256 of a report's canonical JSON",
 }
 
 
