@@ -22,14 +22,13 @@ from django.db import transaction
 from dsar import collect
 from dsar.models import DataRightsRequest
 from dsar.payloads import EXPORT_FLAGS
+from dsar.services import POLICY_ID, _audit, _govern
 from governance.actions import AuditAction
 from governance.audit import audit_record, canonical_json
 from governance.errors import NotFound
 from governance.models import User
-from governance.pipeline import Effect, Hook, Operation, govern, record_pending
+from governance.pipeline import Effect, record_pending
 from governance.principal import Principal
-
-POLICY_ID = "iris.dsar.access.v1"
 
 
 def access_report(*, member: User, scopes: Sequence[str] | None = None) -> dict[str, Any]:
@@ -61,44 +60,28 @@ def _counts(report: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def _read(principal: Principal, member: User, name: str, subject_ids: tuple[str, ...]) -> Any:
-    decided: list[dict[str, Any]] = []
-    govern(
-        Hook.PRE_WRITE,
-        Operation(
-            name=name,
-            effect=Effect.READ,
-            principal=principal,
-            tenant_id=member.tenant_id,
-            member_id=member.public_id,
-            subject_ids=subject_ids,
-        ),
-        pending=decided,
-    )
-    return decided
-
-
 def run_access(request: DataRightsRequest) -> str:
     """The access request's work: the report's fingerprint, audited with counts only."""
     member = request.member
     system = Principal.system("dsar-access", tenant_id=request.tenant_id)
-    decided = _read(system, member, "dsar.access.build", (str(request.id),))
+    decided: list[dict[str, Any]] = []
+    _govern(
+        system,
+        member,
+        "dsar.access.build",
+        subject_ids=(str(request.id),),
+        effect=Effect.READ,
+        pending=decided,
+    )
     report = access_report(member=member, scopes=request.payload.get("scopes"))
     fingerprint = report_fingerprint(report)
     with transaction.atomic(durable=True):
         record_pending(decided)
-        audit_record(
-            actor=system.actor,
-            action=AuditAction.DSAR_ACCESS_VIEWED,
-            tenant_id=request.tenant_id,
-            policy_id=POLICY_ID,
-            subject_ids=[member.public_id, request.id],
-            payload={
-                "requestId": str(request.id),
-                "kind": request.kind,
-                "records": _counts(report),
-                "reportSha256": fingerprint,
-            },
+        _audit(
+            system,
+            request,
+            AuditAction.DSAR_ACCESS_VIEWED,
+            payload={"records": _counts(report), "reportSha256": fingerprint},
         )
     return fingerprint
 
@@ -110,7 +93,8 @@ def access_view(*, principal: Principal, member: User) -> dict[str, Any]:
     surface_of_tenant = principal.kind == "surface" and principal.tenant_id == member.tenant_id
     if not (same_member or surface_of_tenant):
         raise NotFound("No such member.")
-    decided = _read(principal, member, "dsar.access.view", ())
+    decided: list[dict[str, Any]] = []
+    _govern(principal, member, "dsar.access.view", effect=Effect.READ, pending=decided)
     report = access_report(member=member)
     with transaction.atomic(durable=True):
         record_pending(decided)

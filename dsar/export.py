@@ -46,18 +46,17 @@ from dsar import bundle as fmt
 from dsar import collect
 from dsar.enums import RequestKind, RequestState
 from dsar.models import DataRightsRequest, ExportBundle
+from dsar.services import _audit, _govern
 from governance import keys, vault
 from governance.actions import AuditAction
 from governance.after_commit import after_commit
-from governance.audit import audit_record
 from governance.errors import Conflict, IrisError, NotFound
 from governance.models import Tenant, User
-from governance.pipeline import Effect, Hook, Operation, govern, record_pending
+from governance.pipeline import Effect, record_pending
 from governance.principal import Principal
 from memory.recall.pipeline import rfc3339
 
 SIGNING_PURPOSE = "iris-dsar-export-signing-v1"
-POLICY_ID = "iris.dsar.export.v1"
 # A build that has not moved for this long is taken to be dead: its lease lapses and the
 # beat job queues it again. Every finished section renews the lease.
 STALL_AFTER = timedelta(minutes=15)
@@ -132,19 +131,13 @@ def run_export(request: DataRightsRequest) -> str | None:
     member = request.member
     system = Principal.system("dsar-export", tenant_id=request.tenant_id)
     decided: list[dict[str, Any]] = []
-    govern(
-        Hook.PRE_WRITE,
-        Operation(
-            name="dsar.export.build",
-            effect=Effect.READ,
-            principal=system,
-            tenant_id=request.tenant_id,
-            member_id=member.public_id,
-            subject_ids=(str(request.id),),
-            attributes={
-                "arguments": {"scopes": collect.subject_of(member, request.payload).scopes}
-            },
-        ),
+    _govern(
+        system,
+        member,
+        "dsar.export.build",
+        subject_ids=(str(request.id),),
+        arguments={"scopes": collect.subject_of(member, request.payload).scopes},
+        effect=Effect.READ,
         pending=decided,
     )
     run = uuid.uuid4().hex
@@ -284,15 +277,11 @@ def _build(request: DataRightsRequest, row: ExportBundle, run: str) -> str:
         row.save()
         if request.passphrase_handle:
             _forget_passphrase(request)
-        audit_record(
-            actor=Principal.system("dsar-export", tenant_id=request.tenant_id).actor,
-            action=AuditAction.DSAR_EXPORT_BUILT,
-            tenant_id=request.tenant_id,
-            policy_id=POLICY_ID,
-            subject_ids=[member.public_id, request.id],
+        _audit(
+            Principal.system("dsar-export", tenant_id=request.tenant_id),
+            request,
+            AuditAction.DSAR_EXPORT_BUILT,
             payload={
-                "requestId": str(request.id),
-                "kind": request.kind,
                 "files": len(files),
                 "records": {name: int(entry["records"]) for name, entry in done.items()},
                 "bytes": row.size_bytes,
@@ -468,16 +457,12 @@ def bundle_for_download(
     if row.state == B.EXPIRED or (row.expires_at and row.expires_at <= now) or not path.is_file():
         raise BundleGone("The export's download window has ended.")
     decided: list[dict[str, Any]] = []
-    govern(
-        Hook.PRE_WRITE,
-        Operation(
-            name="dsar.export.download",
-            effect=Effect.READ,
-            principal=principal,
-            tenant_id=member.tenant_id,
-            member_id=member.public_id,
-            subject_ids=(str(request.id),),
-        ),
+    _govern(
+        principal,
+        member,
+        "dsar.export.download",
+        subject_ids=(str(request.id),),
+        effect=Effect.READ,
         pending=decided,
     )
     with transaction.atomic(durable=True):
@@ -485,13 +470,11 @@ def bundle_for_download(
         ExportBundle.objects.filter(tenant_id=member.tenant_id, request=request).update(
             downloads=F("downloads") + 1
         )
-        audit_record(
-            actor=principal.actor,
-            action=AuditAction.DSAR_EXPORT_DOWNLOADED,
-            tenant_id=member.tenant_id,
-            policy_id=POLICY_ID,
-            subject_ids=[member.public_id, request.id],
-            payload={"requestId": str(request.id), "kind": request.kind, "bytes": row.size_bytes},
+        _audit(
+            principal,
+            request,
+            AuditAction.DSAR_EXPORT_DOWNLOADED,
+            payload={"bytes": row.size_bytes},
         )
     return path, _download_name(request)
 
@@ -518,16 +501,11 @@ def expire_bundles(*, tenant: Tenant, now: datetime | None = None, batch: int = 
     for row in due:
         request = row.request
         decided: list[dict[str, Any]] = []
-        govern(
-            Hook.PRE_WRITE,
-            Operation(
-                name="dsar.export.expire",
-                effect=Effect.WRITE,
-                principal=system,
-                tenant_id=tenant.id,
-                member_id=request.member.public_id,
-                subject_ids=(str(request.id),),
-            ),
+        _govern(
+            system,
+            request.member,
+            "dsar.export.expire",
+            subject_ids=(str(request.id),),
             pending=decided,
         )
         with transaction.atomic(durable=True):
@@ -549,15 +527,7 @@ def expire_bundles(*, tenant: Tenant, now: datetime | None = None, batch: int = 
             locked.save()
             if request.passphrase_handle:
                 _forget_passphrase(request)
-            audit_record(
-                actor=system.actor,
-                action=AuditAction.DSAR_EXPORT_EXPIRED,
-                tenant_id=tenant.id,
-                policy_id=POLICY_ID,
-                reason_code=reason,
-                subject_ids=[request.member.public_id, request.id],
-                payload={"requestId": str(request.id), "kind": request.kind},
-            )
+            _audit(system, request, AuditAction.DSAR_EXPORT_EXPIRED, reason_code=reason)
             done += 1
     return done
 
@@ -587,16 +557,11 @@ def requeue_stalled(*, tenant: Tenant, now: datetime | None = None, batch: int =
             if row.state != B.BUILDING or (lease and datetime.fromisoformat(lease) > now):
                 continue
         decided: list[dict[str, Any]] = []
-        govern(
-            Hook.PRE_WRITE,
-            Operation(
-                name="dsar.export.requeue",
-                effect=Effect.WRITE,
-                principal=system,
-                tenant_id=tenant.id,
-                member_id=request.member.public_id,
-                subject_ids=(str(request.id),),
-            ),
+        _govern(
+            system,
+            request.member,
+            "dsar.export.requeue",
+            subject_ids=(str(request.id),),
             pending=decided,
         )
         with transaction.atomic(durable=True):
