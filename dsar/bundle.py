@@ -370,3 +370,50 @@ def _check_signature(
 
 def copy_stream(source: IO[bytes], target: IO[bytes]) -> None:
     shutil.copyfileobj(source, target, READ_BLOCK)
+
+
+# ------------------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m dsar.bundle unseal BUNDLE.zip.enc OUT.zip` opens an encrypted bundle
+    with nothing but this file and `cryptography` installed (the passphrase is asked for,
+    not passed on the command line); `verify` checks one against a published key."""
+    import argparse
+    import getpass
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m dsar.bundle")
+    commands = parser.add_subparsers(dest="command", required=True)
+    opening = commands.add_parser("unseal", help="decrypt an encrypted bundle into a zip")
+    opening.add_argument("bundle", type=Path)
+    opening.add_argument("out", type=Path)
+    checking = commands.add_parser("verify", help="check a bundle against a public key")
+    checking.add_argument("bundle", type=Path)
+    checking.add_argument("--public-key", required=True, help="PEM file or base64 raw key")
+    checking.add_argument("--encrypted", action="store_true", help="ask for the passphrase")
+    args = parser.parse_args(argv)
+    if args.command == "unseal":
+        passphrase = getpass.getpass("passphrase: ")
+        with args.bundle.open("rb") as source, args.out.open("wb") as target:
+            try:
+                unseal(source, target, passphrase)
+            except EnvelopeError as exc:
+                print(f"not opened: {exc}", file=sys.stderr)
+                return 1
+        return 0
+    text = args.public_key
+    if Path(text).is_file():
+        text = Path(text).read_text()
+    key = public_key_from_text(text)
+    passphrase = getpass.getpass("passphrase: ") if args.encrypted else None
+    result = verify(args.bundle, public_keys={key_id(key): key}, passphrase=passphrase)
+    for failure in result.failures:
+        print(f"FAIL {failure}", file=sys.stderr)
+    if result.ok:
+        print(f"bundle verifies: {result.files} files, signed by key {result.key_id}")
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -445,3 +445,16 @@ def test_no_memory_body_reaches_the_audit_chain(remembered, member_api):
         AuditAction.DSAR_EXPORT_DOWNLOADED.value,
         AuditAction.DSAR_EXPORT_EXPIRED.value,
     }
+
+
+def test_a_member_opens_and_checks_a_bundle_without_iris(remembered, tmp_path, monkeypatch):
+    request = worked(remembered, "export", encrypted=True, passphrase=PASSPHRASE)
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": PASSPHRASE)
+    opened = tmp_path / "opened.zip"
+    assert bundle.main(["unseal", str(bundle_path(request)), str(opened)]) == 0
+    assert "Ziggurat" in zip_files(opened)["memories.jsonl"].decode()
+    key = tmp_path / "key.pem"
+    key.write_text(export.published_keys()[0]["publicKeyPem"])
+    assert bundle.main(["verify", str(opened), "--public-key", str(key)]) == 0
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": "a wrong passphrase")
+    assert bundle.main(["unseal", str(bundle_path(request)), str(tmp_path / "no.zip")]) == 1
