@@ -176,7 +176,15 @@ def _claim(request: DataRightsRequest, run: str, now: datetime) -> tuple[ExportB
     if row.state == B.READY:
         return row, "ready"
     if row.state == B.EXPIRED:
-        raise Conflict("The bundle of this request has expired.", code="bundle-expired")
+        # An appealed export is built again: the old file is gone with its window.
+        row.state = B.BUILDING
+        row.file_name = row.manifest_sha256 = ""
+        row.size_bytes = 0
+        row.started_at = now
+        row.ready_at = row.expires_at = row.deleted_at = None
+        row.cursor = {"run": run, "leaseUntil": _lease_until(now), "attempts": 1, "sections": {}}
+        row.save()
+        return row, "claimed"
     lease = row.cursor.get("leaseUntil")
     if lease and datetime.fromisoformat(lease) > now and row.cursor.get("run") != run:
         return row, "busy"
@@ -552,10 +560,10 @@ def requeue_stalled(*, tenant: Tenant, now: datetime | None = None, batch: int =
     queued = 0
     for request in rows:
         row = ExportBundle.objects.filter(tenant_id=tenant.id, request=request).first()
-        if row is not None:
+        if row is not None and row.state == B.BUILDING:
             lease = row.cursor.get("leaseUntil")
-            if row.state != B.BUILDING or (lease and datetime.fromisoformat(lease) > now):
-                continue
+            if lease and datetime.fromisoformat(lease) > now:
+                continue  # a live build
         decided: list[dict[str, Any]] = []
         _govern(
             system,
@@ -566,7 +574,7 @@ def requeue_stalled(*, tenant: Tenant, now: datetime | None = None, batch: int =
         )
         with transaction.atomic(durable=True):
             record_pending(decided)
-            if row is not None:
+            if row is not None and row.state == B.BUILDING:
                 locked = ExportBundle.objects.select_for_update().get(
                     tenant_id=tenant.id, request=request
                 )

@@ -458,3 +458,28 @@ def test_a_member_opens_and_checks_a_bundle_without_iris(remembered, tmp_path, m
     assert bundle.main(["verify", str(opened), "--public-key", str(key)]) == 0
     monkeypatch.setattr("getpass.getpass", lambda prompt="": "a wrong passphrase")
     assert bundle.main(["unseal", str(bundle_path(request)), str(tmp_path / "no.zip")]) == 1
+
+
+def test_an_appealed_export_is_built_again_after_its_bundle_expired(remembered):
+    from dsar import services
+    from governance.principal import Principal
+
+    request = worked(remembered, "export")
+    first = request.result_fingerprint
+    row = ExportBundle.objects.get(request=request)
+    export.expire_bundles(tenant=remembered.tenant, now=row.expires_at)
+    services.data_rights_transition(
+        principal=as_member(remembered), member=remembered, request_id=request.id, to="appealed"
+    )
+    services.data_rights_transition(
+        principal=Principal.system("tests", tenant_id=remembered.tenant_id),
+        member=remembered,
+        request_id=request.id,
+        to="in-progress",
+    )
+    assert work.process(request.id) == "completed"
+    request.refresh_from_db()
+    row.refresh_from_db()
+    assert row.state == "ready" and bundle_path(request).is_file()
+    assert request.result_fingerprint == row.manifest_sha256 != first
+    assert AuditEvent.objects.filter(action=AuditAction.DSAR_EXPORT_BUILT.value).count() == 2
