@@ -348,8 +348,10 @@ class _HashingWriter:
 def _cell(value: Any) -> str:
     if value is None:
         return ""
-    if isinstance(value, str):
+    if type(value) is str:
         return html.escape(value)
+    if type(value) is int:
+        return str(value)
     return html.escape(json.dumps(value, ensure_ascii=False, sort_keys=True))
 
 
