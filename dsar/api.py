@@ -292,11 +292,9 @@ class DataRightsSigningKeyApi(APIView):
         publicKey = serializers.CharField(help_text="The 32 raw bytes, base64.")
         publicKeyPem = serializers.CharField()
 
-    class SigningKeysOutput(serializers.Serializer):
-        algorithm = serializers.CharField()
-        keyId = serializers.CharField(help_text="The key new bundles are signed with.")
-        publicKey = serializers.CharField()
-        publicKeyPem = serializers.CharField()
+    class SigningKeysOutput(SigningKeyOutput):
+        """The key new bundles are signed with, and under `keys` every key still in use."""
+
         keys = serializers.ListField(child=serializers.DictField())
 
     @extend_schema(responses=SigningKeysOutput)

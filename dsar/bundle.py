@@ -394,20 +394,20 @@ def main(argv: list[str] | None = None) -> int:
     checking.add_argument("--encrypted", action="store_true", help="ask for the passphrase")
     args = parser.parse_args(argv)
     if args.command == "unseal":
-        passphrase = getpass.getpass("passphrase: ")
-        with args.bundle.open("rb") as source, args.out.open("wb") as target:
-            try:
-                unseal(source, target, passphrase)
-            except EnvelopeError as exc:
-                print(f"not opened: {exc}", file=sys.stderr)
-                return 1
+        try:
+            with args.bundle.open("rb") as source, args.out.open("wb") as target:
+                unseal(source, target, getpass.getpass("passphrase: "))
+        except EnvelopeError as exc:
+            args.out.unlink(missing_ok=True)  # never leave a part of a bundle that failed
+            print(f"not opened: {exc}", file=sys.stderr)
+            return 1
         return 0
     text = args.public_key
     if Path(text).is_file():
         text = Path(text).read_text()
     key = public_key_from_text(text)
-    passphrase = getpass.getpass("passphrase: ") if args.encrypted else None
-    result = verify(args.bundle, public_keys={key_id(key): key}, passphrase=passphrase)
+    asked = getpass.getpass("passphrase: ") if args.encrypted else None
+    result = verify(args.bundle, public_keys={key_id(key): key}, passphrase=asked)
     for failure in result.failures:
         print(f"FAIL {failure}", file=sys.stderr)
     if result.ok:

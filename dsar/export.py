@@ -507,39 +507,61 @@ def expire_bundles(*, tenant: Tenant, now: datetime | None = None, batch: int = 
         .select_related("request__member")
         .order_by("expires_at")[:batch]
     )
-    done = 0
-    for row in due:
-        request = row.request
-        decided: list[dict[str, Any]] = []
-        _govern(
-            system,
-            request.member,
-            "dsar.export.expire",
-            subject_ids=(str(request.id),),
-            pending=decided,
+    return sum(_expire(system, row.request, now=now) for row in due)
+
+
+def bundles_discard(
+    *,
+    principal: Principal,
+    member: User,
+    reason_code: str = "member-data-deleted",
+    now: datetime | None = None,
+) -> int:
+    """Delete now every export bundle of the member, ready or being built, with its staging
+    files (a deletion request calls this, so nothing it erases survives in a bundle).
+    Each becomes `expired`, audited with `reason_code`. Safe to run twice."""
+    now = now or timezone.now()
+    rows = list(
+        ExportBundle.objects.filter(tenant_id=member.tenant_id, request__member=member)
+        .exclude(state=B.EXPIRED)
+        .select_related("request__member")
+    )
+    return sum(_expire(principal, row.request, now=now, reason=reason_code) for row in rows)
+
+
+def _expire(
+    principal: Principal, request: DataRightsRequest, *, now: datetime, reason: str = ""
+) -> bool:
+    decided: list[dict[str, Any]] = []
+    _govern(
+        principal,
+        request.member,
+        "dsar.export.expire",
+        subject_ids=(str(request.id),),
+        pending=decided,
+    )
+    with transaction.atomic(durable=True):
+        record_pending(decided)
+        locked = ExportBundle.objects.select_for_update().get(
+            tenant_id=request.tenant_id, request_id=request.id
         )
-        with transaction.atomic(durable=True):
-            record_pending(decided)
-            locked = ExportBundle.objects.select_for_update().get(
-                tenant_id=tenant.id, request_id=request.id
-            )
-            if locked.state == B.EXPIRED:
-                continue
+        if locked.state == B.EXPIRED:
+            return False
+        if not reason:
             reason = "download-window-ended" if locked.state == B.READY else "build-abandoned"
-            # The file goes first: a crash after this leaves a bundle the download refuses
-            # (its file is missing) and the next run marks expired.
-            if locked.file_name:
-                (staging_dir() / locked.file_name).unlink(missing_ok=True)
-            shutil.rmtree(_parts_dir(request.id), ignore_errors=True)
-            locked.state = B.EXPIRED
-            locked.deleted_at = now
-            locked.cursor = {}
-            locked.save()
-            if request.passphrase_handle:
-                _forget_passphrase(request)
-            _audit(system, request, AuditAction.DSAR_EXPORT_EXPIRED, reason_code=reason)
-            done += 1
-    return done
+        # The file goes first: a crash after this leaves a bundle the download refuses (its
+        # file is missing) and the next run marks expired.
+        if locked.file_name:
+            (staging_dir() / locked.file_name).unlink(missing_ok=True)
+        shutil.rmtree(_parts_dir(request.id), ignore_errors=True)
+        locked.state = B.EXPIRED
+        locked.deleted_at = now
+        locked.cursor = {}
+        locked.save()
+        if request.passphrase_handle:
+            _forget_passphrase(request)
+        _audit(principal, request, AuditAction.DSAR_EXPORT_EXPIRED, reason_code=reason)
+    return True
 
 
 def requeue_stalled(*, tenant: Tenant, now: datetime | None = None, batch: int = 100) -> int:

@@ -458,6 +458,7 @@ def test_a_member_opens_and_checks_a_bundle_without_iris(remembered, tmp_path, m
     assert bundle.main(["verify", str(opened), "--public-key", str(key)]) == 0
     monkeypatch.setattr("getpass.getpass", lambda prompt="": "a wrong passphrase")
     assert bundle.main(["unseal", str(bundle_path(request)), str(tmp_path / "no.zip")]) == 1
+    assert not (tmp_path / "no.zip").exists()
 
 
 def test_an_appealed_export_is_built_again_after_its_bundle_expired(remembered):
@@ -483,3 +484,16 @@ def test_an_appealed_export_is_built_again_after_its_bundle_expired(remembered):
     assert row.state == "ready" and bundle_path(request).is_file()
     assert request.result_fingerprint == row.manifest_sha256 != first
     assert AuditEvent.objects.filter(action=AuditAction.DSAR_EXPORT_BUILT.value).count() == 2
+
+
+def test_a_deletion_discards_the_members_bundles_at_once(remembered):
+    from governance.principal import Principal
+
+    request = worked(remembered, "export")
+    path = bundle_path(request)
+    system = Principal.system("tests", tenant_id=remembered.tenant_id)
+    assert export.bundles_discard(principal=system, member=remembered) == 1
+    assert not path.exists() and not list(export.staging_dir().iterdir())
+    (expired,) = AuditEvent.objects.filter(action=AuditAction.DSAR_EXPORT_EXPIRED.value)
+    assert expired.reason_code == "member-data-deleted"
+    assert export.bundles_discard(principal=system, member=remembered) == 0
