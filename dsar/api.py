@@ -261,7 +261,10 @@ class DataRightsBundleApi(APIView):
 
     @extend_schema(
         parameters=[BundleQuery],
-        responses={(200, "application/zip"): OpenApiTypes.BINARY},
+        responses={
+            (200, "application/zip"): OpenApiTypes.BINARY,
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+        },
     )
     def get(self, request: Request, request_id: uuid.UUID) -> FileResponse:
         query = self.BundleQuery(data=request.query_params)
@@ -274,8 +277,12 @@ class DataRightsBundleApi(APIView):
             handle = path.open("rb")
         except FileNotFoundError:  # expired between the check and the open
             raise export.BundleGone("The export's download window has ended.") from None
+        sealed = not name.endswith(".zip")  # an encrypted bundle is no zip until opened
         return FileResponse(
-            handle, as_attachment=True, filename=name, content_type="application/zip"
+            handle,
+            as_attachment=True,
+            filename=name,
+            content_type="application/octet-stream" if sealed else "application/zip",
         )
 
 

@@ -417,6 +417,10 @@ def _write_index(
         out = _HashingWriter(handle)
         out.write(
             '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            # Defence in depth for a page people open from disk: even text that escaped
+            # escaping could run no script and load nothing.
+            '<meta http-equiv="Content-Security-Policy" '
+            "content=\"default-src 'none'; style-src 'unsafe-inline'\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>Your Iris data export</title><style>{_STYLE}</style></head><body>\n"
             "<main><h1>Your Iris data export</h1>\n"

@@ -106,6 +106,7 @@ def test_export_round_trip_is_signed_and_matches_the_database(remembered):
 
     page = files["index.html"].decode()
     assert "Ziggurat-7731" in page and "&lt;b&gt;red&lt;/b&gt;" in page and "<b>red" not in page
+    assert "default-src 'none'" in page
 
     (built,) = AuditEvent.objects.filter(action=AuditAction.DSAR_EXPORT_BUILT.value)
     assert built.payload["records"]["memories"] == 4
@@ -429,7 +430,10 @@ def test_a_bundle_still_being_built_is_409(remembered, member_api):
 
 def test_no_memory_body_reaches_the_audit_chain(remembered, member_api):
     request = worked(remembered, "export", encrypted=True, passphrase=PASSPHRASE)
-    b"".join(member_api.get(f"/api/v1/data-rights/{request.id}/bundle").streaming_content)
+    answer = member_api.get(f"/api/v1/data-rights/{request.id}/bundle")
+    assert answer.status_code == 200
+    assert answer["Content-Type"] == "application/octet-stream"
+    assert b"".join(answer.streaming_content) == bundle_path(request).read_bytes()
     row = ExportBundle.objects.get(request=request)
     export.expire_bundles(tenant=remembered.tenant, now=row.expires_at)
     for event in AuditEvent.objects.filter(action__startswith="iris.dsar."):
