@@ -38,13 +38,14 @@ from typing import Any, BinaryIO
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from django.conf import settings
+from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from dsar import bundle as fmt
 from dsar import collect
-from dsar.enums import RequestKind, RequestState
+from dsar.enums import DeliveryChannel, RequestKind, RequestState
 from dsar.models import DataRightsRequest, ExportBundle
 from dsar.services import _audit, _govern
 from governance import keys, vault
@@ -299,7 +300,28 @@ def _build(request: DataRightsRequest, row: ExportBundle, run: str) -> str:
             },
         )
         after_commit(shutil.rmtree, parts, ignore_errors=True)
+        if request.payload.get("deliveryChannel") == DeliveryChannel.EMAIL_LINK:
+            after_commit(_mail_ready, request.id)
     return fingerprint
+
+
+def _mail_ready(request_id: uuid.UUID) -> None:
+    """Tell the member their export is ready. No link in the mail: a link to a file of
+    everything about someone is what a phishing mail would imitate; they sign in instead."""
+    row = ExportBundle.objects.select_related("request__member").get(request_id=request_id)
+    member = row.request.member
+    if not member.email or row.expires_at is None:
+        return
+    send_mail(
+        "Your data export is ready",
+        (
+            "The export of your data you asked for is ready. Sign in and open your data "
+            f"requests page to download it, until {row.expires_at:%d %B %Y %H:%M} UTC; "
+            "after that it is deleted."
+        ),
+        None,
+        [member.email],
+    )
 
 
 def _forget_passphrase(request: DataRightsRequest) -> None:

@@ -501,3 +501,15 @@ def test_a_deletion_discards_the_members_bundles_at_once(remembered):
     (expired,) = AuditEvent.objects.filter(action=AuditAction.DSAR_EXPORT_EXPIRED.value)
     assert expired.reason_code == "member-data-deleted"
     assert export.bundles_discard(principal=system, member=remembered) == 0
+
+
+def test_an_email_delivery_tells_the_member_without_a_link(
+    remembered, mailoutbox, django_capture_on_commit_callbacks
+):
+    remembered.email = "ada@example.org"
+    remembered.save(update_fields=["email"])
+    with django_capture_on_commit_callbacks(execute=True):
+        worked(remembered, "export", deliveryChannel="email-link")
+    ready = [m for m in mailoutbox if m.subject == "Your data export is ready"]
+    assert len(ready) == 1 and ready[0].to == ["ada@example.org"]
+    assert "http" not in ready[0].body and "Ziggurat" not in ready[0].body
