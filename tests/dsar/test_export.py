@@ -513,3 +513,16 @@ def test_an_email_delivery_tells_the_member_without_a_link(
     ready = [m for m in mailoutbox if m.subject == "Your data export is ready"]
     assert len(ready) == 1 and ready[0].to == ["ada@example.org"]
     assert "http" not in ready[0].body and "Ziggurat" not in ready[0].body
+
+
+def test_the_beat_runs_the_export_jobs_for_every_tenant(remembered):
+    from dsar import tasks
+    from iris_site.beat import BEAT_SCHEDULE
+    from iris_site.celery import app
+
+    for name in ("dsar.tasks.requeue_stalled", "dsar.tasks.expire_bundles"):
+        assert name in {entry["task"] for entry in BEAT_SCHEDULE.values()}
+        assert name in app.tasks
+    worked(remembered, "export")
+    assert tasks.requeue_stalled.delay().get() == 0  # nothing stalled
+    assert tasks.expire_bundles.delay().get() == 0  # nothing due yet
