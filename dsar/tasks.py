@@ -24,3 +24,11 @@ def expire_unverified() -> int:
 @shared_task(name="dsar.tasks.remind_deadlines")
 def remind_deadlines() -> int:
     return sum(jobs.remind_deadlines(tenant=t) for t in Tenant.objects.order_by("slug"))
+
+
+@shared_task(name="dsar.tasks.purge_soft_deletions")
+def purge_soft_deletions() -> int:
+    """Finish soft deletions whose grace window ended (skipping members under a hold)."""
+    from dsar.deletion import soft_deletions_purge
+
+    return sum(soft_deletions_purge(tenant=t) for t in Tenant.objects.order_by("slug"))

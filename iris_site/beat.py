@@ -41,4 +41,8 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "dsar.tasks.remind_deadlines",
         "schedule": crontab(minute=29, hour="*/6"),
     },
+    "dsar-purge-soft-deletions": {
+        "task": "dsar.tasks.purge_soft_deletions",
+        "schedule": crontab(minute="*/15"),
+    },
 }
