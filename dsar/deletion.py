@@ -21,7 +21,7 @@ and so through governance, the consent cascade and `continuation_tokens_forget`:
 
 A legal hold stops both: `work.process` does not start a held request, the purge skips a
 held member. `resultFingerprint` is the SHA-256 of the sorted set of deleted entry ids
-(`fingerprint_of`), read back from the audit events this request's principal left, so a
+(`_fingerprint_of`), read back from the audit events this request's principal left, so a
 run that was resumed after a crash still counts every entry the first run removed.
 
 Each erasure is appended to the erasure journal (`dsar.journal`) once it has committed,
@@ -80,7 +80,7 @@ BATCH = 50
 LIVE = (Lifecycle.DRAFT, Lifecycle.ACTIVE, Lifecycle.PAUSED)
 
 
-def fingerprint_of(entry_ids: Iterable[uuid.UUID | str]) -> str:
+def _fingerprint_of(entry_ids: Iterable[uuid.UUID | str]) -> str:
     """SHA-256 (hex) of the deleted entry ids: lower-case UUIDs, sorted, one per line."""
     ids = sorted({str(uuid.UUID(str(i))) for i in entry_ids})
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()
@@ -264,7 +264,7 @@ def _erase(request: DataRightsRequest, *, now: datetime) -> str:
             )
         ]
     )
-    return fingerprint_of(deleted)
+    return _fingerprint_of(deleted)
 
 
 def _deleted_ids(request: DataRightsRequest) -> set[str]:
@@ -492,7 +492,7 @@ def data_rights_undo_delete(
         record_pending(decided)
         request = _locked(request.id, request.tenant_id)
         _check_undoable(request, now)
-        request.result_fingerprint = fingerprint_of(())
+        request.result_fingerprint = _fingerprint_of(())
         _append(principal, request, S.COMPLETED, now=now, reason_code=UNDO_REASON_CODE)
         _audit(
             principal,
