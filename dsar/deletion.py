@@ -53,7 +53,8 @@ from consent.services import consent_purge_categories
 from dsar import journal
 from dsar.enums import DeleteMode, RequestKind, RequestState
 from dsar.models import DataRightsRequest, ExportBundle
-from dsar.services import POLICY_ID, _append, _audit, _locked, _visible, active_hold
+from dsar.selectors import active_hold
+from dsar.services import POLICY_ID, _append, _audit, _locked, _visible
 from governance.actions import AuditAction
 from governance.audit import audit_record
 from governance.errors import Conflict, Forbidden
