@@ -54,7 +54,7 @@ from dsar import journal
 from dsar.enums import DeleteMode, RequestKind, RequestState
 from dsar.models import DataRightsRequest, ExportBundle
 from dsar.selectors import active_hold
-from dsar.services import POLICY_ID, _append, _audit, _locked, _visible
+from dsar.services import POLICY_ID, _append, _audit, _govern, _locked, _visible
 from governance.actions import AuditAction
 from governance.audit import audit_record
 from governance.errors import Conflict, Forbidden
@@ -450,16 +450,11 @@ def data_rights_undo_delete(
     request = _visible(principal, member, request_id)
     _check_undoable(request, now)
     decided: list[dict[str, Any]] = []
-    govern(
-        Hook.PRE_WRITE,
-        Operation(
-            name="dsar.undo_delete",
-            effect=Effect.WRITE,
-            principal=principal,
-            tenant_id=request.tenant_id,
-            member_id=request.member.public_id,
-            subject_ids=(str(request.id),),
-        ),
+    _govern(
+        principal,
+        request.member,
+        "dsar.undo_delete",
+        subject_ids=(str(request.id),),
         pending=decided,
     )
     owner = request.member

@@ -379,13 +379,15 @@ def test_a_soft_delete_not_started_says_cancel_instead(ready, memories):
 
 
 def test_a_legal_hold_blocks_deletion_until_it_is_lifted(
-    ready, memories, make_operator, django_capture_on_commit_callbacks
+    ready, memories, make_operator, member_api, django_capture_on_commit_callbacks
 ):
     operator = legal(make_operator)
     services.legal_hold_place(principal=operator, member=ready, reason="Litigation 2026-114")
     request = file_delete(ready, mode="hard", scopes=["notebook"])
     assert work.process(request.id) == "held"
-    assert reload(request).state == "verified"  # what the member sees meanwhile
+    assert reload(request).state == "verified"
+    shown = member_api.get(f"/api/v1/data-rights/{request.id}").json()
+    assert shown["state"] == "verified"  # what the member sees meanwhile
     assert memories["note"].entry_id in entry_ids(ready)
     with django_capture_on_commit_callbacks(execute=True):
         services.legal_hold_lift(principal=operator, member=ready)
