@@ -36,3 +36,11 @@ def requeue_stalled() -> int:
 def expire_bundles() -> int:
     """Delete export bundles whose download window ended (dsar.export)."""
     return sum(export.expire_bundles(tenant=t) for t in Tenant.objects.order_by("slug"))
+
+
+@shared_task(name="dsar.tasks.purge_soft_deletions")
+def purge_soft_deletions() -> int:
+    """Finish soft deletions whose grace window ended (skipping members under a hold)."""
+    from dsar.deletion import soft_deletions_purge
+
+    return sum(soft_deletions_purge(tenant=t) for t in Tenant.objects.order_by("slug"))

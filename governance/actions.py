@@ -125,6 +125,10 @@ class AuditAction(StrEnum):
         "a memory was moved to another scope",
     )
     MEMORY_ENTRY_FORGOTTEN = "iris.memory.entry.forgotten", "a memory was forgotten"
+    MEMORY_ENTRY_RESTORED = (
+        "iris.memory.entry.restored",
+        "a forgotten memory was brought back inside its soft-delete grace window",
+    )
     MEMORY_ENTRY_HARD_DELETED = (
         "iris.memory.entry.hard_deleted",
         "a memory and its revisions were deleted for good",

@@ -49,4 +49,8 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "dsar.tasks.expire_bundles",
         "schedule": crontab(minute="*/10"),
     },
+    "dsar-purge-soft-deletions": {
+        "task": "dsar.tasks.purge_soft_deletions",
+        "schedule": crontab(minute="*/15"),
+    },
 }

@@ -29,6 +29,7 @@ from memory.services.lifecycle import (
     memory_change_scope,
     memory_forget,
     memory_pause,
+    memory_restore,
     memory_resume,
 )
 from memory.services.off_the_record import off_the_record_set
@@ -68,6 +69,7 @@ __all__ = [
     "memory_forget",
     "memory_hard_delete",
     "memory_pause",
+    "memory_restore",
     "memory_resume",
     "memory_write",
     "off_the_record_set",

@@ -23,12 +23,14 @@ from memory import controls
 from memory.enums import (
     CANONICAL_DEFAULT_ADAPTER,
     Lifecycle,
+    Origin,
     ProvenanceKind,
     ScopeKind,
     SuppressionReason,
 )
 from memory.models import (
     SUPPRESSION_NOTES_MAX_LENGTH,
+    ForgottenValue,
     MemoryEntry,
 )
 from memory.recall.pipeline import rfc3339
@@ -36,6 +38,7 @@ from memory.rules.promotion import (
     evaluate_promotion,
     promoted_origin,
 )
+from memory.rules.retention import soft_delete_purge_due
 from memory.rules.scopes import check_scope_change
 from memory.services.common import (
     _NO_SUPPRESSION,
@@ -47,6 +50,7 @@ from memory.services.common import (
     _govern,
     _insert_revision,
     _invalid,
+    _lock_member,
     _readable_adapter_scopes,
     _refuse_read_only,
     _refuse_tombstoned,
@@ -95,6 +99,97 @@ def memory_forget(
         record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         return _tombstone(principal, member, entry, now=now, reason_code=reason_code)
+
+
+def memory_restore(
+    *,
+    principal: Principal,
+    member: User,
+    entry_id: uuid.UUID | str,
+    reason_code: str = "member-request",
+    context: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> MemoryEntry:
+    """Bring a forgotten memory back while its text is still kept: the undo of a soft
+    deletion (docs/decisions/data-rights.md, "Deletion"), never after the soft-delete grace
+    window. A new revision after the tombstone, so the history keeps both: the memory was
+    forgotten, then restored at the member's word.
+
+    The restored revision is paused when it was paused (its suppression was carried onto
+    the tombstone), a draft when it is a model inference (the tombstone no longer says
+    whether it had been promoted, so it waits for the member's confirmation rather than
+    being recalled unconfirmed), active otherwise. The value fingerprints its forget
+    recorded go, so it is not treated as forgotten any more. 409 `not-forgotten` for a
+    memory that is not tombstoned, `grace-window-passed` once the purge is due, and
+    `restore-conflict` when the member has since stored another value for the same fact.
+    """
+    now = now or timezone.now()
+    entry = _current(principal, member, entry_id, lock=False)
+    _refuse_not_restorable(entry, now)
+    decided: list[dict[str, Any]] = []
+    _govern(
+        Hook.PRE_WRITE,
+        name="memory.restore",
+        effect=Effect.WRITE,
+        principal=principal,
+        member=member,
+        context=context,
+        subject_ids=[entry.entry_id],
+        arguments={"entryId": str(entry.entry_id), "reasonCode": reason_code},
+        pending=decided,
+    )
+    with transaction.atomic(durable=True):
+        record_pending(decided)  # the allow commits with what it allowed, or not at all
+        _lock_member(member)
+        entry = _current(principal, member, entry.entry_id)
+        _refuse_not_restorable(entry, now)
+        clash = _current_for_key(
+            member,
+            entry.scope_key,
+            entry.category,
+            entry.actor_handle,
+            entry.subject,
+            adapter_scopes=None,
+        )
+        if clash is not None and clash.entry_id != entry.entry_id:
+            raise Conflict(
+                "Another memory now holds this fact; correct or forget it first.",
+                code="restore-conflict",
+                extra={"conflictingEntryId": str(clash.entry_id)},
+            )
+        if entry.suppression_reason == SuppressionReason.USER_PAUSE:
+            lifecycle = Lifecycle.PAUSED
+        elif entry.origin == Origin.MODEL_INFERRED:
+            lifecycle = Lifecycle.DRAFT
+        else:
+            lifecycle = Lifecycle.ACTIVE
+        revision = _insert_revision(prev=entry, now=now, fields={"lifecycle": lifecycle})
+        # What the forget recorded (same entry, same moment) so that nothing re-created it.
+        ForgottenValue.objects.filter(
+            tenant_id=member.tenant_id,
+            member=member,
+            entry_id=entry.entry_id,
+            reason=ForgottenValue.Reason.FORGOTTEN,
+            created_at=entry.updated_at,
+        ).delete()
+        _written(
+            principal,
+            member,
+            revision,
+            reason=reason_code,
+            action=AuditAction.MEMORY_ENTRY_RESTORED,
+        )
+        return revision
+
+
+def _refuse_not_restorable(entry: MemoryEntry, now: datetime) -> None:
+    if entry.lifecycle != Lifecycle.TOMBSTONED:
+        raise Conflict("Only a forgotten memory can be restored.", code="not-forgotten")
+    if soft_delete_purge_due(entry.updated_at, now):
+        raise Conflict(
+            "This memory's grace window has passed; it cannot be restored.",
+            code="grace-window-passed",
+        )
 
 
 def memory_pause(
