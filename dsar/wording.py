@@ -1,0 +1,166 @@
+"""What the data-rights pages say, in plain words.
+
+A member reads "In progress" and "Confirmed by a code sent to you", never `in-progress` or
+`email-link`: every value the pages show passes through one of these tables, and the page
+tests check that no raw value reaches a member's page. Labels the memory and consent pages
+already give (kinds of memory, sensitive topics) are reused from them, so a member reads
+the same name for the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+from consent.enums import Category
+from consent.views import CATEGORY_COPY
+from dsar.enums import Jurisdiction, RequestKind, RequestState, VerificationMethod
+from memory.enums import ScopeKind
+from memory.views import SCOPE_LABELS
+
+S = RequestState
+
+KIND_LABELS: dict[str, str] = {
+    RequestKind.EXPORT: "A copy of your data",
+    RequestKind.DELETE: "Delete your data",
+    RequestKind.ACCESS: "See everything Iris holds about you",
+}
+
+# The status a member reads, and one sentence on what happens next.
+STATE_LABELS: dict[str, str] = {
+    S.SUBMITTED: "Waiting for you to confirm it is you",
+    S.VERIFIED: "Confirmed, about to start",
+    S.IN_PROGRESS: "In progress",
+    S.COMPLETED: "Done",
+    S.FAILED: "Could not be done",
+    S.CANCELLED: "Cancelled",
+    S.EXPIRED: "Closed: not confirmed in time",
+    S.APPEALED: "Being looked at again",
+}
+
+STATE_NEXT: dict[str, str] = {
+    S.SUBMITTED: "An app asked for this on your behalf. Nothing happens until you confirm "
+    "it with a code we send you.",
+    S.VERIFIED: "We have confirmed it is you. The work starts shortly.",
+    S.IN_PROGRESS: "We are working on it.",
+    S.COMPLETED: "We finished this request.",
+    S.FAILED: "We could not finish this request. You can ask us to look at it again.",
+    S.CANCELLED: "This request was cancelled. Nothing was done.",
+    S.EXPIRED: "Nobody confirmed this request within 7 days, so we closed it. Nothing was done.",
+    S.APPEALED: "You asked us to look at this request again.",
+}
+
+# Short words for the legal queue: operators know the lifecycle, but read words too.
+QUEUE_STATE_LABELS: dict[str, str] = {
+    S.SUBMITTED: "Not yet verified",
+    S.VERIFIED: "Verified, not started",
+    S.IN_PROGRESS: "In progress",
+    S.COMPLETED: "Completed",
+    S.FAILED: "Failed",
+    S.CANCELLED: "Cancelled",
+    S.EXPIRED: "Expired",
+    S.APPEALED: "Appealed",
+}
+
+METHOD_LABELS: dict[str, str] = {
+    VerificationMethod.SESSION_TOKEN: "You asked while signed in",
+    VerificationMethod.EMAIL_LINK: "With a code we emailed you",
+    VerificationMethod.PHONE_OTP: "With a code we sent to your phone",
+    VerificationMethod.OPERATOR_SIGNOFF: "Checked by our privacy team",
+    VerificationMethod.COURT_ORDER: "Under a court order",
+}
+
+# Who took a step of a request's trail, as the member reads it.
+ACTOR_LABELS: dict[str, str] = {
+    "member": "You",
+    "surface": "An app, for you",
+    "operator": "Our privacy team",
+    "system": "Iris",
+}
+
+# What a step of the trail means, by the state it reached.
+STEP_LABELS: dict[str, str] = {
+    S.SUBMITTED: "Received",
+    S.VERIFIED: "Confirmed it is you",
+    S.IN_PROGRESS: "Work started",
+    S.COMPLETED: "Finished",
+    S.FAILED: "Could not be done",
+    S.CANCELLED: "Cancelled",
+    S.EXPIRED: "Closed, not confirmed in time",
+    S.APPEALED: "Asked to look again",
+}
+
+JURISDICTION_LABELS: dict[str, str] = {
+    Jurisdiction.GDPR: "European data protection law (GDPR) gives us one calendar month to "
+    "answer, which we may extend once, by two more months, if we tell you why.",
+    Jurisdiction.CCPA: "California law (CCPA) gives us 45 days to answer, which we may "
+    "extend once, by 45 more days, if we tell you why.",
+}
+
+# Why the legal team marks a request failed: a fixed list, so the member reads a sentence.
+FAIL_REASONS: dict[str, str] = {
+    "identity-not-confirmed": "We could not confirm that the request came from you.",
+    "legal-exemption": "The law requires us to keep this data, so we could not act on it.",
+    "data-unavailable": "The data could not be gathered. Ask us to look at it again.",
+    "work-failed": "Something went wrong on our side. Ask us to look at it again.",
+}
+
+# Reason codes on trail steps that mean something to the member; others are not shown.
+STEP_REASONS: dict[str, str] = {
+    **FAIL_REASONS,
+    "verification-window-passed": "Not confirmed within 7 days.",
+}
+
+_OTHER_TOPICS: dict[Category, str] = {
+    Category.FACT: "Facts about you",
+    Category.PREFERENCE: "Likes and preferences",
+    Category.GOAL: "Goals",
+    Category.RELATIONSHIP: "People in your life",
+    Category.COMMITMENT: "Plans and promises",
+    Category.IDENTITY: "Who you are",
+    Category.SPATIAL: "Places",
+    Category.WORK: "Work",
+    Category.FAMILY: "Family",
+    Category.OTHER: "Everything else",
+}
+
+TOPIC_LABELS: dict[str, str] = {
+    **{c.value: label for c, label in _OTHER_TOPICS.items()},
+    **{c.value: label for c, (label, _) in CATEGORY_COPY.items()},
+}
+
+MEMORY_KIND_LABELS: dict[str, str] = {k.value: SCOPE_LABELS[k] for k in ScopeKind}
+
+if set(TOPIC_LABELS) != {c.value for c in Category}:
+    raise RuntimeError("every memory topic needs a plain label on the data-rights page")
+
+# What a refusal from the services means for the member, by its rule. The services word
+# their refusals for developers; a member reads these.
+RULE_WORDS: dict[str, str] = {
+    "scope-or-category-required": "Choose at least one kind of memory or one topic for us "
+    "to delete.",
+    "hard-delete-has-no-grace": "Deleting at once leaves no time to change your mind, so "
+    "it cannot have a waiting time.",
+    "passphrase-length": "Your passphrase needs between 12 and 200 characters.",
+    "one-open-request-per-kind": "You already have an open request of this kind. You can "
+    "ask again once it is finished.",
+    "code-wrong": "That code is not right. Check the message we sent you and try again.",
+    "code-expired": "That code has expired. Ask us for a new one.",
+    "code-used": "That code was already used. Ask us for a new one.",
+    "too-many-attempts": "You tried too many times. Ask us for a new code.",
+    "no-contact-address": "We have no email address for you, so we cannot send a code.",
+    "not-awaiting-verification": "This request is already confirmed.",
+    "transition-not-allowed": "This request can no longer be changed that way.",
+    "required": "This is required.",
+}
+
+
+def plain_error(rule: str | None, fallback: str) -> str:
+    return RULE_WORDS.get(rule or "", fallback)
+
+
+def days_phrase(days: int) -> str:
+    """`days` whole days left, as the queue says it."""
+    if days < 0:
+        late = -days
+        return f"{late} day{'s' if late != 1 else ''} overdue"
+    if days == 0:
+        return "Due today"
+    return f"{days} day{'s' if days != 1 else ''} left"
