@@ -77,7 +77,8 @@ class ExportRequestForm(forms.Form):
     )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if data.get("passphrase", "") != data.get("passphrase_again", ""):
             self.add_error("passphrase_again", "The two passphrases you typed are not the same.")
         return data
@@ -101,6 +102,11 @@ MODE_CHOICES = [
 ]
 
 
+TOPIC_CHOICES: list[tuple[str, str]] = sorted(
+    wording.TOPIC_LABELS.items(), key=lambda pair: pair[1]
+)
+
+
 class DeleteRequestForm(forms.Form):
     mode = forms.ChoiceField(
         label="How to delete", choices=MODE_CHOICES, widget=forms.RadioSelect, initial="soft"
@@ -113,7 +119,7 @@ class DeleteRequestForm(forms.Form):
     )
     categories = forms.MultipleChoiceField(
         label="Topics",
-        choices=sorted(wording.TOPIC_LABELS.items(), key=lambda pair: pair[1]),
+        choices=TOPIC_CHOICES,
         required=False,
         widget=forms.CheckboxSelectMultiple,
     )
@@ -127,7 +133,8 @@ class DeleteRequestForm(forms.Form):
     )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if data.get("mode") == DeleteMode.HARD and not data.get("understood"):
             self.add_error(
                 "understood", "Tick this box to delete for good, or choose to delete with time."

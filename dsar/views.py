@@ -23,6 +23,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch, prefetch_related_objects
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -166,7 +167,7 @@ def _summary(row: DataRightsRequest) -> list[str]:
     return ["A read-only view of everything Iris holds about you."]
 
 
-def _member_request(row: DataRightsRequest) -> MemberRequest:
+def _member_request(row: DataRightsRequest, *, held: bool) -> MemberRequest:
     steps = [
         TrailStep(
             occurred_at=event.occurred_at,
@@ -180,7 +181,9 @@ def _member_request(row: DataRightsRequest) -> MemberRequest:
         row=row,
         kind_label=wording.KIND_LABELS[row.kind],
         state_label=wording.STATE_LABELS[row.state],
-        next_text=wording.STATE_NEXT[row.state],
+        next_text=wording.HELD_NEXT
+        if held and row.kind == RequestKind.DELETE and row.state in OPEN
+        else wording.STATE_NEXT[row.state],
         method_label=wording.METHOD_LABELS.get(row.verification_method, ""),
         trail=steps,
         anchor=f"request-{row.id}",
@@ -197,6 +200,7 @@ def _member_page(
     member: User,
     *,
     bound: Mapping[str, django_forms.Form] | None = None,
+    code_for: uuid.UUID | None = None,
     status: int = 200,
 ) -> HttpResponse:
     rows = selectors.member_requests(member=member)
@@ -209,15 +213,16 @@ def _member_page(
         "delete": DeleteRequestForm(prefix="delete"),
         **(bound or {}),
     }
+    held = selectors.hold_applies(member=member)
     context = {
-        "requests": [_member_request(row) for row in rows],
-        "hold": selectors.hold_applies(member=member),
+        "requests": [_member_request(row, held=held) for row in rows],
+        "hold": held,
         "jurisdiction": wording.JURISDICTION_LABELS[services.jurisdiction_of(member.tenant_id)],
         "open_kinds": open_kinds,
         "export_form": forms["export"],
         "delete_form": forms["delete"],
         "code_form": forms.get("code") or CodeForm(),
-        "code_for": forms.get("code_for"),
+        "code_for": code_for,
         "kind_labels": wording.KIND_LABELS,
     }
     return render(request, "dsar/home.html", context, status=status)
@@ -354,7 +359,7 @@ def verify(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
         else:
             messages.success(request, "Thank you: the request is confirmed.")
             return _back_home(f"request-{row.id}")
-    return _member_page(request, member, bound={"code": form, "code_for": row.id}, status=400)
+    return _member_page(request, member, bound={"code": form}, code_for=row.id, status=400)
 
 
 def _visible_or_404(
@@ -368,7 +373,7 @@ def _visible_or_404(
 
 @login_required
 @require_GET
-def download(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
+def download(request: HttpRequest, request_id: uuid.UUID) -> HttpResponseBase:
     member = _member(request)
     _visible_or_404(principal_of(member), member, request_id)
     # Written beside these pages; imported here so the pages load without it.
@@ -404,7 +409,7 @@ class ReportPart:
 
 def _words(key: str) -> str:
     """`consentEvents` -> `Consent events`, `recall_log` -> `Recall log`."""
-    out = []
+    out: list[str] = []
     for ch in key.replace("_", " ").replace("-", " "):
         if ch.isupper() and out and out[-1] != " ":
             out.append(" ")
@@ -574,7 +579,7 @@ def _queue_row(row: DataRightsRequest, now: datetime, held: set[int]) -> QueueRo
     left = deadlines.days_left(row.due_at, now)
     return QueueRow(
         row=row,
-        kind_label=wording.KIND_LABELS[row.kind],
+        kind_label=wording.QUEUE_KIND_LABELS[row.kind],
         state_label=wording.QUEUE_STATE_LABELS[row.state],
         days_left=left,
         days_text=wording.days_phrase(left),
@@ -632,17 +637,24 @@ def _queue_detail_page(
             {
                 "event": e,
                 "state": wording.QUEUE_STATE_LABELS[e.to_state],
-                "who": wording.ACTOR_LABELS.get(e.actor_kind, e.actor_kind),
+                "who": wording.QUEUE_ACTOR_LABELS.get(e.actor_kind, e.actor_kind),
             }
             for e in trail
         ],
         "hold": hold,
+        "verify_window_passed": row.state == S.SUBMITTED and now >= row.verify_by,
         "method_label": wording.METHOD_LABELS.get(row.verification_method, ""),
         "summary": _summary(row),
-        "can_verify": row.state == S.SUBMITTED,
+        # A form that came back with errors stays on the page, so its errors are read.
+        "can_verify": row.state == S.SUBMITTED or "verify" in (bound or {}),
         "can_start": row.state in (S.VERIFIED, S.APPEALED),
-        "can_finish": row.state == S.IN_PROGRESS,
-        "can_extend": row.state in OPEN and row.extended_at is None,
+        "can_finish": row.state == S.IN_PROGRESS or "fail" in (bound or {}),
+        # One extension, decided before the first deadline (dsar.deadlines).
+        "can_extend": (
+            row.state in OPEN and row.extended_at is None and now < services.clock_of(row).extend_by
+        )
+        or "extend" in (bound or {}),
+        "extend_until": services.clock_of(row).extended_due_at,
         "forms": forms,
     }
     return render(request, "dsar/queue_detail.html", context, status=status)

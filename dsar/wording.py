@@ -19,8 +19,15 @@ S = RequestState
 
 KIND_LABELS: dict[str, str] = {
     RequestKind.EXPORT: "A copy of your data",
-    RequestKind.DELETE: "Delete your data",
-    RequestKind.ACCESS: "See everything Iris holds about you",
+    RequestKind.DELETE: "Deletion of your data",
+    RequestKind.ACCESS: "A view of everything Iris holds about you",
+}
+
+# What the legal queue calls each kind: the operator is not the person it is about.
+QUEUE_KIND_LABELS: dict[str, str] = {
+    RequestKind.EXPORT: "Export",
+    RequestKind.DELETE: "Deletion",
+    RequestKind.ACCESS: "Access",
 }
 
 # The status a member reads, and one sentence on what happens next.
@@ -47,6 +54,8 @@ STATE_NEXT: dict[str, str] = {
     S.APPEALED: "You asked us to look at this request again.",
 }
 
+HELD_NEXT = "A legal hold applies: this deletion waits until it is lifted."
+
 # Short words for the legal queue: operators know the lifecycle, but read words too.
 QUEUE_STATE_LABELS: dict[str, str] = {
     S.SUBMITTED: "Not yet verified",
@@ -72,6 +81,13 @@ ACTOR_LABELS: dict[str, str] = {
     "member": "You",
     "surface": "An app, for you",
     "operator": "Our privacy team",
+    "system": "Iris",
+}
+
+QUEUE_ACTOR_LABELS: dict[str, str] = {
+    "member": "The member",
+    "surface": "An app, for the member",
+    "operator": "Legal team",
     "system": "Iris",
 }
 

@@ -20,7 +20,7 @@ from dsar.enums import Jurisdiction, RequestState, VerificationMethod
 from dsar.models import DataRightsEvent, DataRightsRequest
 from governance.errors import Conflict, IrisError
 from governance.models import AuditEvent
-from governance.principal import Principal
+from governance.principal import Principal, principal_of
 from memory.enums import ScopeKind
 from tests.factories import as_member, as_surface
 
@@ -60,13 +60,7 @@ def file(member, kind="export", payload=None, *, by=None, now=None):
 
 
 def legal_of(make_operator) -> Principal:
-    operator = make_operator("legal")
-    return Principal(
-        kind="operator",
-        id=operator.public_id,
-        tenant_id=operator.tenant_id,
-        roles=frozenset({"legal"}),
-    )
+    return principal_of(make_operator("legal"))
 
 
 def nothing_written(before_audit: int) -> None:
@@ -381,8 +375,10 @@ def test_a_legal_hold_is_shown_to_the_member_without_its_reason(
     services.legal_hold_place(
         principal=legal_of(make_operator), member=member, reason="Litigation 2026-114"
     )
+    file(member, "delete", {"mode": "soft", "categories": ["fact"]})
     text = text_of(browser.get(HOME))
     assert "A legal hold applies." in text
+    assert wording.HELD_NEXT in text
     assert "Litigation" not in text
 
 
