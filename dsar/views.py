@@ -217,7 +217,7 @@ def _member_page(
     context = {
         "requests": [_member_request(row, held=held) for row in rows],
         "hold": held,
-        "jurisdiction": wording.JURISDICTION_LABELS[services.jurisdiction_of(member.tenant_id)],
+        "jurisdiction": wording.JURISDICTION_LABELS[selectors.jurisdiction_of(member.tenant_id)],
         "open_kinds": open_kinds,
         "export_form": forms["export"],
         "delete_form": forms["delete"],
@@ -477,7 +477,7 @@ def _legal(request: HttpRequest) -> tuple[User, Principal]:
     if not isinstance(user, User) or not user.is_operator:
         raise _NotLegal
     principal = principal_of(user)
-    if not services.is_legal(principal) or not user.has_perm(
+    if not selectors.is_legal(principal) or not user.has_perm(
         "governance.work_data_rights", user.tenant
     ):
         raise _NotLegal
@@ -622,7 +622,7 @@ def _queue_detail_page(
     row = _visible_or_404(principal, None, request_id)
     now = timezone.now()
     trail = list(row.trail.order_by("position"))
-    hold = services.active_hold(row.member)
+    hold = selectors.active_hold(row.member)
     forms: dict[str, django_forms.Form] = {
         "verify": OperatorVerifyForm(prefix="verify"),
         "extend": ExtendForm(prefix="extend"),
@@ -651,10 +651,12 @@ def _queue_detail_page(
         "can_finish": row.state == S.IN_PROGRESS or "fail" in (bound or {}),
         # One extension, decided before the first deadline (dsar.deadlines).
         "can_extend": (
-            row.state in OPEN and row.extended_at is None and now < services.clock_of(row).extend_by
+            row.state in OPEN
+            and row.extended_at is None
+            and now < selectors.clock_of(row).extend_by
         )
         or "extend" in (bound or {}),
-        "extend_until": services.clock_of(row).extended_due_at,
+        "extend_until": selectors.clock_of(row).extended_due_at,
         "forms": forms,
     }
     return render(request, "dsar/queue_detail.html", context, status=status)
