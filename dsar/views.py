@@ -132,8 +132,8 @@ class MemberRequest:
     summary: list[str] = field(default_factory=list)
 
 
-def _summary(row: DataRightsRequest) -> list[str]:
-    """What the request asked for, in the member's words."""
+def _summary(row: DataRightsRequest, *, to_member: bool = True) -> list[str]:
+    """What the request asked for, in words: to the member, or to the legal team."""
     payload = row.payload or {}
     if row.kind == RequestKind.EXPORT:
         names = {
@@ -145,7 +145,11 @@ def _summary(row: DataRightsRequest) -> list[str]:
             "includePoseMemory": "pose totals",
         }
         chosen = [label for flag, label in names.items() if payload.get(flag)]
-        lines = ["Your memories" + (", with " + ", ".join(chosen) if chosen else "") + "."]
+        lines = [
+            ("Your memories" if to_member else "Memories")
+            + (", with " + ", ".join(chosen) if chosen else "")
+            + "."
+        ]
         if payload.get("encrypted"):
             lines.append("Locked with your passphrase.")
         return lines
@@ -164,7 +168,16 @@ def _summary(row: DataRightsRequest) -> list[str]:
         if payload.get("purgeConsentLedger"):
             lines.append("With the consent history of those topics.")
         return lines
-    return ["A read-only view of everything Iris holds about you."]
+    whom = "you" if to_member else "the member"
+    return [f"A read-only view of everything Iris holds about {whom}."]
+
+
+def _next_text(row: DataRightsRequest, *, held: bool) -> str:
+    if held and row.kind == RequestKind.DELETE and row.state in OPEN:
+        return wording.HELD_NEXT
+    if row.state == S.COMPLETED and row.kind in wording.READY_NEXT:
+        return wording.READY_NEXT[row.kind]
+    return wording.STATE_NEXT[row.state]
 
 
 def _member_request(row: DataRightsRequest, *, held: bool) -> MemberRequest:
@@ -181,9 +194,7 @@ def _member_request(row: DataRightsRequest, *, held: bool) -> MemberRequest:
         row=row,
         kind_label=wording.KIND_LABELS[row.kind],
         state_label=wording.STATE_LABELS[row.state],
-        next_text=wording.HELD_NEXT
-        if held and row.kind == RequestKind.DELETE and row.state in OPEN
-        else wording.STATE_NEXT[row.state],
+        next_text=_next_text(row, held=held),
         method_label=wording.METHOD_LABELS.get(row.verification_method, ""),
         trail=steps,
         anchor=f"request-{row.id}",
@@ -287,22 +298,31 @@ def file_access(request: HttpRequest) -> HttpResponse:
     return _file(request, _member(request), RequestKind.ACCESS, None, {})
 
 
+def _member_action(
+    request: HttpRequest,
+    request_id: uuid.UUID,
+    call: Callable[[Principal, User], Any],
+    success: str,
+) -> HttpResponse:
+    """One service call on one of the member's own requests (anyone else's is 404)."""
+    member = _member(request)
+    principal = principal_of(member)
+    _visible_or_404(principal, member, request_id)
+    _say(request, lambda: call(principal, member), success)
+    return _back_home(f"request-{request_id}")
+
+
 @login_required
 @require_POST
 def cancel(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
-    member = _member(request)
-    _visible_or_404(principal_of(member), member, request_id)
-    _say(
+    return _member_action(
         request,
-        lambda: services.data_rights_transition(
-            principal=principal_of(member),
-            member=member,
-            request_id=request_id,
-            to=S.CANCELLED.value,
+        request_id,
+        lambda principal, member: services.data_rights_transition(
+            principal=principal, member=member, request_id=request_id, to=S.CANCELLED.value
         ),
         "Cancelled. Nothing was done.",
     )
-    return _back_home(f"request-{request_id}")
 
 
 def _code_method(row: DataRightsRequest) -> str:
@@ -320,19 +340,17 @@ def _code_method(row: DataRightsRequest) -> str:
 @login_required
 @require_POST
 def send_code(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
-    member = _member(request)
-    _visible_or_404(principal_of(member), member, request_id)
-    _say(
+    return _member_action(
         request,
-        lambda: services.data_rights_send_code(
-            principal=principal_of(member),
+        request_id,
+        lambda principal, member: services.data_rights_send_code(
+            principal=principal,
             member=member,
             request_id=request_id,
             method=VerificationMethod.EMAIL_LINK.value,
         ),
         "We emailed you a code. Type it below to confirm the request.",
     )
-    return _back_home(f"request-{request_id}")
 
 
 @login_required
@@ -643,8 +661,8 @@ def _queue_detail_page(
         ],
         "hold": hold,
         "verify_window_passed": row.state == S.SUBMITTED and now >= row.verify_by,
-        "method_label": wording.METHOD_LABELS.get(row.verification_method, ""),
-        "summary": _summary(row),
+        "method_label": wording.QUEUE_METHOD_LABELS.get(row.verification_method, ""),
+        "summary": _summary(row, to_member=False),
         # A form that came back with errors stays on the page, so its errors are read.
         "can_verify": row.state == S.SUBMITTED or "verify" in (bound or {}),
         "can_start": row.state in (S.VERIFIED, S.APPEALED),

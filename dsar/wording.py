@@ -54,6 +54,11 @@ STATE_NEXT: dict[str, str] = {
     S.APPEALED: "You asked us to look at this request again.",
 }
 
+READY_NEXT: dict[str, str] = {
+    RequestKind.EXPORT: "Your copy is ready. Download it soon: we keep it only for a limited time.",
+    RequestKind.ACCESS: "Your report is ready.",
+}
+
 HELD_NEXT = "A legal hold applies: this deletion waits until it is lifted."
 
 # Short words for the legal queue: operators know the lifecycle, but read words too.
@@ -74,6 +79,14 @@ METHOD_LABELS: dict[str, str] = {
     VerificationMethod.PHONE_OTP: "With a code we sent to your phone",
     VerificationMethod.OPERATOR_SIGNOFF: "Checked by our privacy team",
     VerificationMethod.COURT_ORDER: "Under a court order",
+}
+
+QUEUE_METHOD_LABELS: dict[str, str] = {
+    VerificationMethod.SESSION_TOKEN: "The member's own signed-in session",
+    VerificationMethod.EMAIL_LINK: "A code sent by email",
+    VerificationMethod.PHONE_OTP: "A code sent by phone",
+    VerificationMethod.OPERATOR_SIGNOFF: "Signed off by the legal team",
+    VerificationMethod.COURT_ORDER: "Court order",
 }
 
 # Who took a step of a request's trail, as the member reads it.

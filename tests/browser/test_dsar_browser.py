@@ -115,6 +115,8 @@ def test_the_download_by_keyboard_serves_the_bundle(
     request = DataRightsRequest.objects.get(member=member)
     assert request.payload["includeSceneMemory"] is True
     expect(page.locator(f"#request-{request.id} .badge")).to_have_text("Done")
+    axe_check(page)
+    shot(page, "dsar-member-done")
     saved = download_by_keyboard(page, tmp_path / "downloads")
     assert saved.name == "iris-export.zip"
     assert saved.read_bytes() == built.read_bytes()

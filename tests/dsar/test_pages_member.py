@@ -514,7 +514,8 @@ def test_a_completed_access_request_shows_the_report(browser, member, monkeypatc
         "optOuts": [],
     }
     monkeypatch.setattr("dsar.access.access_report", lambda *, member: report, raising=False)
-    assert "See what Iris holds about you" in text_of(browser.get(HOME))
+    home = text_of(browser.get(HOME))
+    assert "See what Iris holds about you" in home and "Your report is ready." in home
     response = browser.get(HOME + f"{request.id}/report/")
     assert response.status_code == 200
     text = text_of(response)
