@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django import forms as django_forms
@@ -415,14 +415,22 @@ def download(request: HttpRequest, request_id: uuid.UUID) -> HttpResponseBase:
 
 
 @dataclass(frozen=True)
+class ReportField:
+    label: str
+    text: str
+    # An id or a fingerprint: one long token, wrapped anywhere so it never widens the page.
+    token: bool = False
+
+
+@dataclass(frozen=True)
 class ReportPart:
-    """A piece of the access report, ready to show: a value, a list, a table or a group."""
+    """One section of the access report, ready to show: one document, or its records."""
 
     title: str
-    text: str = ""
-    items: list[ReportPart] = field(default_factory=list)
-    columns: list[str] = field(default_factory=list)
-    rows: list[list[str]] = field(default_factory=list)
+    anchor: str
+    fields: list[ReportField] = field(default_factory=list)
+    records: list[list[ReportField]] = field(default_factory=list)
+    is_list: bool = False
 
 
 def _words(key: str) -> str:
@@ -436,31 +444,64 @@ def _words(key: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _scalar(value: Any) -> str:
-    if value is None or value == "":
-        return "—"
+def _when(value: str) -> str | None:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None or "T" not in value:
+        return None
+    return f"{moment.astimezone(UTC):%-d %B %Y, %H:%M} UTC"
+
+
+def _value(key: str, value: Any) -> str:
+    """One value in words: a label where Iris has one, a date as a date."""
     if isinstance(value, bool):
         return "Yes" if value else "No"
-    if isinstance(value, list | tuple):
-        return ", ".join(_scalar(v) for v in value) or "—"
     if isinstance(value, Mapping):
-        return "; ".join(f"{_words(str(k))}: {_scalar(v)}" for k, v in value.items())
+        return "; ".join(
+            f"{_words(str(k))}: {_value(str(k), v)}" for k, v in value.items() if _shown(v)
+        )
+    if isinstance(value, list | tuple):
+        return ", ".join(_value(key, v) for v in value if _shown(v))
+    if isinstance(value, str):
+        label = wording.report_label(key, value)
+        if label is not None:
+            return label
+        return _when(value) or value
     return str(value)
 
 
-def _report_part(title: str, value: Any) -> ReportPart:
-    if isinstance(value, Mapping):
-        return ReportPart(title, items=[_report_part(_words(str(k)), v) for k, v in value.items()])
-    if isinstance(value, list | tuple) and value and all(isinstance(v, Mapping) for v in value):
-        keys: list[str] = []
-        for item in value:
-            keys.extend(k for k in item if k not in keys)
-        return ReportPart(
-            title,
-            columns=[_words(str(k)) for k in keys],
-            rows=[[_scalar(item.get(k)) for k in keys] for item in value],
-        )
-    return ReportPart(title, text=_scalar(value))
+def _shown(value: Any) -> bool:
+    return value is not None and value != "" and value != [] and value != {}
+
+
+def _fields(record: Mapping[str, Any]) -> list[ReportField]:
+    found = []
+    for key, value in record.items():
+        if not _shown(value):
+            continue
+        text = _value(str(key), value)
+        found.append(ReportField(_words(str(key)), text, token=" " not in text and len(text) > 24))
+    return found
+
+
+def _report_parts(data: Mapping[str, Any]) -> list[ReportPart]:
+    """The report's sections, and what it says about itself first."""
+    about = {k: v for k, v in data.items() if k != "sections"}
+    parts = [ReportPart("About this report", "about", fields=_fields(about))] if about else []
+    sections = data.get("sections")
+    for name, value in sections.items() if isinstance(sections, Mapping) else ():
+        title = wording.REPORT_SECTIONS.get(name, _words(name))
+        anchor = f"section-{name}"
+        if isinstance(value, list):
+            records = [_fields(r) if isinstance(r, Mapping) else [] for r in value]
+            parts.append(ReportPart(title, anchor, records=records, is_list=True))
+        elif isinstance(value, Mapping):
+            parts.append(ReportPart(title, anchor, fields=_fields(value)))
+        else:
+            parts.append(ReportPart(title, anchor))
+    return parts
 
 
 @login_required
@@ -479,7 +520,7 @@ def report(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
         data = access_report(member=member)
     except IrisError as exc:
         return _problem(request, exc.status, wording.plain_error(exc.rule, exc.detail))
-    parts = [_report_part(_words(str(k)), v) for k, v in (data or {}).items()]
+    parts = _report_parts(data or {})
     return render(request, "dsar/report.html", {"row": row, "parts": parts})
 
 

@@ -10,10 +10,10 @@ the same name for the same thing everywhere.
 from __future__ import annotations
 
 from consent.enums import Category
-from consent.views import CATEGORY_COPY
+from consent.views import CATEGORY_COPY, STATUS_LABELS, label_of
 from dsar.enums import Jurisdiction, RequestKind, RequestState, VerificationMethod
 from memory.enums import ScopeKind
-from memory.views import SCOPE_LABELS
+from memory.views import ORIGIN_LABELS, SCOPE_LABELS
 
 S = RequestState
 
@@ -193,3 +193,56 @@ def days_phrase(days: int) -> str:
     if days == 0:
         return "Due today"
     return f"{days} day{'s' if days != 1 else ''} left"
+
+
+# ------------------------------------------------------------------- the access report
+
+REPORT_SECTIONS: dict[str, str] = {
+    "memories": "Your memories",
+    "consent-events": "Your consent history",
+    "consents-active": "Consents in force",
+    "opt-outs": "Features you switched off",
+    "data-rights": "Your data requests",
+    "pose-aggregates": "Pose totals",
+    "recall-log": "When the assistant recalled your memories",
+    "continuation-tokens": "Conversations carried between your devices",
+}
+
+LIFECYCLE_LABELS: dict[str, str] = {
+    "draft": "Not confirmed",
+    "active": "In use",
+    "paused": "Paused",
+    "superseded": "An earlier version",
+    "tombstoned": "Forgotten",
+}
+
+# Report fields whose values Iris has words for, by the field's name.
+_REPORT_VALUES: dict[str, tuple[dict[str, str], ...]] = {
+    "state": (STATE_LABELS,),
+    "toState": (STEP_LABELS,),
+    "fromState": (STEP_LABELS,),
+    "kind": (KIND_LABELS, MEMORY_KIND_LABELS),
+    "scopeKind": (MEMORY_KIND_LABELS,),
+    "scopes": (MEMORY_KIND_LABELS,),
+    "category": (TOPIC_LABELS,),
+    "categories": (TOPIC_LABELS,),
+    "origin": (ORIGIN_LABELS,),
+    "lifecycle": (LIFECYCLE_LABELS,),
+    "status": (STATUS_LABELS,),
+    "verificationMethod": (METHOD_LABELS,),
+    "actorKind": (ACTOR_LABELS,),
+    "jurisdiction": ({"gdpr": "GDPR", "ccpa": "CCPA"},),
+}
+
+
+def report_label(key: str, value: str) -> str | None:
+    """Words for a value of the access report's field `key`, or None when it has none."""
+    for table in _REPORT_VALUES.get(key, ()):
+        if value in table:
+            return table[value]
+    if key in {"type", "consentType"}:
+        try:
+            return label_of("consent", value)
+        except (KeyError, ValueError):
+            return None
+    return None

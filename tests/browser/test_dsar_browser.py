@@ -20,7 +20,7 @@ from playwright.sync_api import Page, expect
 from dsar import services
 from dsar.models import DataRightsRequest
 from governance.principal import principal_of
-from tests.factories import as_member, as_surface
+from tests.factories import as_member, as_surface, write
 
 pytestmark = pytest.mark.browser
 
@@ -204,3 +204,25 @@ def test_legal_queue_is_axe_clean_and_worked_by_keyboard(
     page.keyboard.press("Enter")
     expect(page.get_by_role("status")).to_contain_text("Extended.")
     axe_check(page)
+
+
+def test_member_asks_to_see_everything_and_reads_the_report(
+    page: Page, live_server, ready, login, axe_check
+) -> None:
+    from dsar import access
+
+    if not hasattr(access, "access_report"):
+        pytest.skip("dsar.access.access_report is not on this branch")
+    write(ready, "I live in Lyon")
+    login(page, "ada", "pw-ada", next_path="/data-rights/")
+    tab_to(page, text="Ask to see everything")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_contain_text("We received your request")
+    request = DataRightsRequest.objects.get(member=ready)
+    expect(page.locator(f"#request-{request.id} .badge")).to_have_text("Done")
+    tab_to(page, text="See what Iris holds about you")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", level=1)).to_have_text("What Iris holds about you")
+    expect(page.get_by_role("main")).to_contain_text("I live in Lyon")
+    axe_check(page)
+    shot(page, "dsar-report")

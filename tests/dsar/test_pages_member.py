@@ -509,9 +509,23 @@ def test_a_completed_access_request_shows_the_report(browser, member, monkeypatc
             principal=system, member=member, request_id=request.id, to=target
         )
     report = {
-        "memories": [{"body": "I live in Lyon", "scopeKind": "profile"}],
-        "consents": {"active": ["data_processing"], "eventCount": 2},
-        "optOuts": [],
+        "userId": str(member.public_id),
+        "scopes": ["profile", "operator-copilot"],
+        "sections": {
+            "memories": [
+                {
+                    "body": "I live in Lyon",
+                    "scopeKind": "profile",
+                    "category": "mental_health",
+                    "origin": "user-stated",
+                    "createdAt": "2026-12-02T13:28:01.657831Z",
+                    "supersedes": None,
+                    "fingerprint": "f" * 64,
+                }
+            ],
+            "consents-active": {"granted": ["data_processing"], "eventCount": 2},
+            "opt-outs": [],
+        },
     }
     monkeypatch.setattr("dsar.access.access_report", lambda *, member: report, raising=False)
     home = text_of(browser.get(HOME))
@@ -520,5 +534,13 @@ def test_a_completed_access_request_shows_the_report(browser, member, monkeypatc
     assert response.status_code == 200
     text = text_of(response)
     assert "What Iris holds about you" in text
-    assert "Memories" in text and "Scope kind" in text and "I live in Lyon" in text
-    assert "Event count 2" in text and "Opt outs" in text
+    assert "Your memories (1)" in text and "I live in Lyon" in text
+    assert "Scope kind About you" in text and "Category Mental health" in text
+    assert "Origin You said" in text and "Created at 2 December 2026, 13:28 UTC" in text
+    assert "Scopes About you, Notes by support staff" in text
+    assert "Supersedes" not in text  # empty fields are left out
+    assert "Event count 2" in text
+    assert "Features you switched off (0)" in text and "Nothing." in text
+    assert f'<span class="token">{"f" * 64}</span>' in response.content.decode()
+    for raw in ("mental_health", "user-stated", "operator-copilot"):
+        assert raw not in text
