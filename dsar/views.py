@@ -482,6 +482,8 @@ def _fields(record: Mapping[str, Any]) -> list[ReportField]:
         if not _shown(value):
             continue
         text = _value(str(key), value)
+        if not text:
+            continue
         found.append(ReportField(_words(str(key)), text, token=" " not in text and len(text) > 24))
     return found
 

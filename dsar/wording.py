@@ -9,8 +9,8 @@ the same name for the same thing everywhere.
 
 from __future__ import annotations
 
-from consent.enums import Category
-from consent.views import CATEGORY_COPY, STATUS_LABELS, label_of
+from consent.enums import Category, LegalBasis
+from consent.views import CAPTURE_LABELS, CATEGORY_COPY, STATUS_LABELS, label_of
 from dsar.enums import Jurisdiction, RequestKind, RequestState, VerificationMethod
 from memory.enums import ScopeKind
 from memory.views import ORIGIN_LABELS, SCOPE_LABELS
@@ -216,6 +216,16 @@ LIFECYCLE_LABELS: dict[str, str] = {
     "tombstoned": "Forgotten",
 }
 
+LEGAL_BASIS_LABELS: dict[str, str] = {
+    LegalBasis.CONSENT: "Your consent",
+    LegalBasis.EXPLICIT_CONSENT: "Your explicit consent",
+    LegalBasis.CONTRACT: "Our contract with you",
+    LegalBasis.LEGAL_OBLIGATION: "A legal obligation",
+    LegalBasis.VITAL_INTERESTS: "To protect someone's life",
+    LegalBasis.PUBLIC_TASK: "A task in the public interest",
+    LegalBasis.LEGITIMATE_INTERESTS: "Legitimate interests",
+}
+
 # Report fields whose values Iris has words for, by the field's name.
 _REPORT_VALUES: dict[str, tuple[dict[str, str], ...]] = {
     "state": (STATE_LABELS,),
@@ -231,6 +241,10 @@ _REPORT_VALUES: dict[str, tuple[dict[str, str], ...]] = {
     "status": (STATUS_LABELS,),
     "verificationMethod": (METHOD_LABELS,),
     "actorKind": (ACTOR_LABELS,),
+    "filedBy": (ACTOR_LABELS,),
+    "captureMethod": (CAPTURE_LABELS,),
+    "legalBasis": (LEGAL_BASIS_LABELS,),
+    "reasonCode": (METHOD_LABELS, STEP_REASONS),
     "jurisdiction": ({"gdpr": "GDPR", "ccpa": "CCPA"},),
 }
 
