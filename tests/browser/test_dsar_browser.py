@@ -226,3 +226,25 @@ def test_member_asks_to_see_everything_and_reads_the_report(
     expect(page.get_by_role("main")).to_contain_text("I live in Lyon")
     axe_check(page)
     shot(page, "dsar-report")
+
+
+@pytest.mark.parametrize("who", ["member", "legal"])
+def test_the_pages_reflow_at_320_css_pixels(
+    new_page, live_server, member, make_operator, login, monkeypatch, who
+) -> None:
+    # WCAG 1.4.10: no sideways scrolling of the page; a wide table scrolls in its own region.
+    monkeypatch.setattr(services, "_queue_process", lambda request_id: None)
+    services.data_rights_open(
+        principal=as_member(member),
+        member=member,
+        kind="delete",
+        payload={"mode": "soft", "categories": ["medical"]},
+    )
+    page = new_page(viewport={"width": 320, "height": 640})
+    if who == "member":
+        login(page, "ada", "pw-ada", next_path="/data-rights/")
+    else:
+        operator = make_operator("legal")
+        login(page, operator.username, "pw-" + operator.username, next_path="/data-rights/queue/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 320
+    shot(page, f"dsar-320-{who}")
