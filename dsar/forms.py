@@ -44,7 +44,14 @@ def add_service_error(form: forms.Form, exc: IrisError, fields: dict[str, str]) 
     form.add_error(target if target in form.fields else None, message)
 
 
-class ExportRequestForm(forms.Form):
+class RequestForm(forms.Form):
+    """A form that files a request: its cleaned data as the payload the services take."""
+
+    def payload(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class ExportRequestForm(RequestForm):
     include_consents = forms.BooleanField(
         label="Your consent choices and their history", required=False, initial=True
     )
@@ -107,7 +114,7 @@ TOPIC_CHOICES: list[tuple[str, str]] = sorted(
 )
 
 
-class DeleteRequestForm(forms.Form):
+class DeleteRequestForm(RequestForm):
     mode = forms.ChoiceField(
         label="How to delete", choices=MODE_CHOICES, widget=forms.RadioSelect, initial="soft"
     )

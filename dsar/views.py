@@ -12,10 +12,12 @@ their tenant and the legal role (everyone else 403); a request of another tenant
 
 from __future__ import annotations
 
+import importlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import ModuleType
 from typing import Any
 
 from django import forms as django_forms
@@ -41,6 +43,7 @@ from dsar.forms import (
     FailForm,
     HoldForm,
     OperatorVerifyForm,
+    RequestForm,
     add_service_error,
 )
 from dsar.models import DataRightsEvent, DataRightsRequest, LegalHold, VerificationCode
@@ -61,10 +64,10 @@ PROBLEM_TITLES = {
 }
 
 
-def _problem(request: HttpRequest, status: int, message: str, title: str = "") -> HttpResponse:
+def _problem(request: HttpRequest, status: int, message: str) -> HttpResponse:
     """A plain page for a refusal: its title, one sentence, a way back."""
     context = {
-        "title": title or PROBLEM_TITLES.get(status, "Something went wrong"),
+        "title": PROBLEM_TITLES.get(status, "Something went wrong"),
         "message": message,
         "back_url": reverse("home")
         if getattr(request.user, "is_operator", False)
@@ -234,7 +237,6 @@ def _member_page(
         "delete_form": forms["delete"],
         "code_form": forms.get("code") or CodeForm(),
         "code_for": code_for,
-        "kind_labels": wording.KIND_LABELS,
     }
     return render(request, "dsar/home.html", context, status=status)
 
@@ -253,7 +255,7 @@ def _file(
     request: HttpRequest,
     member: User,
     kind: RequestKind,
-    form: django_forms.Form | None,
+    form: RequestForm | None,
     fields: dict[str, str],
 ) -> HttpResponse:
     """File a request of `kind` from its form; errors come back onto the form's fields."""
@@ -261,7 +263,7 @@ def _file(
     if form is not None:
         if not form.is_valid():
             return _member_page(request, member, bound={kind.value: form}, status=400)
-        payload = form.payload()  # type: ignore[attr-defined]
+        payload = form.payload()
     try:
         row = services.data_rights_open(
             principal=principal_of(member), member=member, kind=kind.value, payload=payload
@@ -389,16 +391,19 @@ def _visible_or_404(
         raise Http404("No such data-rights request.") from None
 
 
+def _work_module(name: str) -> ModuleType:
+    """`dsar.export` or `dsar.access`, looked up when a page needs it: the export and
+    access work are written beside these pages, which load and type-check without them."""
+    return importlib.import_module(f"dsar.{name}")
+
+
 @login_required
 @require_GET
 def download(request: HttpRequest, request_id: uuid.UUID) -> HttpResponseBase:
     member = _member(request)
     _visible_or_404(principal_of(member), member, request_id)
-    # Written beside these pages; imported here so the pages load without it.
-    from dsar.export import bundle_for_download  # type: ignore[attr-defined]
-
     try:
-        path, file_name = bundle_for_download(
+        path, file_name = _work_module("export").bundle_for_download(
             principal=principal_of(member), member=member, request_id=request_id
         )
     except IrisError as exc:
@@ -515,11 +520,8 @@ def report(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
         raise Http404("Only an access request has a report.")
     if row.state != S.COMPLETED:
         return _problem(request, 409, "Your report is not ready yet. Come back later.")
-    # Written beside these pages; imported here so the pages load without it.
-    from dsar.access import access_report  # type: ignore[attr-defined]
-
     try:
-        data = access_report(member=member)
+        data = _work_module("access").access_report(member=member)
     except IrisError as exc:
         return _problem(request, exc.status, wording.plain_error(exc.rule, exc.detail))
     parts = _report_parts(data or {})
