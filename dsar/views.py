@@ -129,6 +129,7 @@ class MemberRequest:
     trail: list[TrailStep]
     anchor: str
     can_cancel: bool
+    can_appeal: bool
     needs_code: bool
     can_download: bool
     can_report: bool
@@ -202,6 +203,7 @@ def _member_request(row: DataRightsRequest, *, held: bool) -> MemberRequest:
         trail=steps,
         anchor=f"request-{row.id}",
         can_cancel=row.state in WAITING,
+        can_appeal=row.state in (S.COMPLETED, S.FAILED),
         needs_code=row.state == S.SUBMITTED,
         can_download=row.kind == RequestKind.EXPORT and row.state == S.COMPLETED,
         can_report=row.kind == RequestKind.ACCESS and row.state == S.COMPLETED,
@@ -324,6 +326,19 @@ def cancel(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
             principal=principal, member=member, request_id=request_id, to=S.CANCELLED.value
         ),
         "Cancelled. Nothing was done.",
+    )
+
+
+@login_required
+@require_POST
+def appeal(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
+    return _member_action(
+        request,
+        request_id,
+        lambda principal, member: services.data_rights_transition(
+            principal=principal, member=member, request_id=request_id, to=S.APPEALED.value
+        ),
+        "We will look at this request again.",
     )
 
 

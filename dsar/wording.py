@@ -47,7 +47,8 @@ STATE_NEXT: dict[str, str] = {
     "it with a code we send you.",
     S.VERIFIED: "We have confirmed it is you. The work starts shortly.",
     S.IN_PROGRESS: "We are working on it.",
-    S.COMPLETED: "We finished this request.",
+    S.COMPLETED: "We finished this request. If something is missing or wrong, ask us to "
+    "look at it again.",
     S.FAILED: "We could not finish this request. You can ask us to look at it again.",
     S.CANCELLED: "This request was cancelled. Nothing was done.",
     S.EXPIRED: "Nobody confirmed this request within 7 days, so we closed it. Nothing was done.",

@@ -305,7 +305,7 @@ def test_a_request_that_started_cannot_be_cancelled(browser, member) -> None:
     assert request.state == RequestState.IN_PROGRESS
 
 
-@pytest.mark.parametrize("action", ["cancel", "code", "verify", "download", "report"])
+@pytest.mark.parametrize("action", ["cancel", "appeal", "code", "verify", "download", "report"])
 def test_another_members_request_is_404(browser, other_member, action) -> None:
     theirs = file(other_member, "access")
     url = HOME + f"{theirs.id}/{action}/"
@@ -544,3 +544,19 @@ def test_a_completed_access_request_shows_the_report(browser, member, monkeypatc
     assert f'<span class="token">{"f" * 64}</span>' in response.content.decode()
     for raw in ("mental_health", "user-stated", "operator-copilot"):
         assert raw not in text
+
+
+def test_the_member_asks_to_look_again_at_a_finished_request(browser, member) -> None:
+    request = file(member, "access")
+    system = Principal.system(tenant_id=member.tenant_id)
+    assert "Ask us to look at this again" not in text_of(browser.get(HOME))
+    for target in ("in-progress", "failed"):
+        services.data_rights_transition(
+            principal=system, member=member, request_id=request.id, to=target
+        )
+    assert "Ask us to look at this again" in text_of(browser.get(HOME))
+    response = browser.post(HOME + f"{request.id}/appeal/", follow=True)
+    assert "We will look at this request again." in text_of(response)
+    request.refresh_from_db()
+    assert request.state == RequestState.APPEALED
+    assert wording.STATE_LABELS["appealed"] in text_of(response)
