@@ -316,30 +316,29 @@ def _member_action(
     return _back_home(f"request-{request_id}")
 
 
-@login_required
-@require_POST
-def cancel(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
+def _member_move(
+    request: HttpRequest, request_id: uuid.UUID, to: RequestState, success: str
+) -> HttpResponse:
     return _member_action(
         request,
         request_id,
         lambda principal, member: services.data_rights_transition(
-            principal=principal, member=member, request_id=request_id, to=S.CANCELLED.value
+            principal=principal, member=member, request_id=request_id, to=to.value
         ),
-        "Cancelled. Nothing was done.",
+        success,
     )
+
+
+@login_required
+@require_POST
+def cancel(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
+    return _member_move(request, request_id, S.CANCELLED, "Cancelled. Nothing was done.")
 
 
 @login_required
 @require_POST
 def appeal(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
-    return _member_action(
-        request,
-        request_id,
-        lambda principal, member: services.data_rights_transition(
-            principal=principal, member=member, request_id=request_id, to=S.APPEALED.value
-        ),
-        "We will look at this request again.",
-    )
+    return _member_move(request, request_id, S.APPEALED, "We will look at this request again.")
 
 
 def _code_method(row: DataRightsRequest) -> str:
