@@ -24,6 +24,8 @@ from tests.factories import as_member, as_surface, write
 
 pytestmark = pytest.mark.browser
 
+WORK_TIMEOUT_MS = 30_000
+
 FOCUSED = (
     "document.activeElement ? [document.activeElement.id,"
     " document.activeElement.textContent.trim().replace(/\\s+/g, ' ')] : ['', '']"
@@ -62,8 +64,9 @@ def file_export_by_keyboard(page: Page) -> None:
     expect(page.locator("#id_export-include_scene_memory")).to_be_checked()
     tab_to(page, text="Ask for a copy")
     page.keyboard.press("Enter")
+    # The work runs in-process when the request commits: give the answer time to come.
     expect(page.get_by_role("status")).to_have_text(
-        "We received your request: a copy of your data."
+        "We received your request: a copy of your data.", timeout=WORK_TIMEOUT_MS
     )
 
 
@@ -217,7 +220,9 @@ def test_member_asks_to_see_everything_and_reads_the_report(
     login(page, "ada", "pw-ada", next_path="/data-rights/")
     tab_to(page, text="Ask to see everything")
     page.keyboard.press("Enter")
-    expect(page.get_by_role("status")).to_contain_text("We received your request")
+    expect(page.get_by_role("status")).to_contain_text(
+        "We received your request", timeout=WORK_TIMEOUT_MS
+    )
     request = DataRightsRequest.objects.get(member=ready)
     expect(page.locator(f"#request-{request.id} .badge")).to_have_text("Done")
     tab_to(page, text="See what Iris holds about you")
