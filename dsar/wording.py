@@ -243,7 +243,7 @@ _REPORT_VALUES: dict[str, tuple[dict[str, str], ...]] = {
     "verificationMethod": (METHOD_LABELS,),
     "actorKind": (ACTOR_LABELS,),
     "filedBy": (ACTOR_LABELS,),
-    "captureMethod": (CAPTURE_LABELS,),
+    "captureMethod": ({**CAPTURE_LABELS, "settings-toggle": "on your consent page"},),
     "legalBasis": (LEGAL_BASIS_LABELS,),
     "reasonCode": (METHOD_LABELS, STEP_REASONS),
     "jurisdiction": ({"gdpr": "GDPR", "ccpa": "CCPA"},),
@@ -254,7 +254,8 @@ def report_label(key: str, value: str) -> str | None:
     """Words for a value of the access report's field `key`, or None when it has none."""
     for table in _REPORT_VALUES.get(key, ()):
         if value in table:
-            return table[value]
+            label = table[value]
+            return label[:1].upper() + label[1:]
     if key in {"type", "consentType"}:
         try:
             return label_of("consent", value)

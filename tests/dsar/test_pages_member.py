@@ -518,6 +518,7 @@ def test_a_completed_access_request_shows_the_report(browser, member, monkeypatc
                     "scopeKind": "profile",
                     "category": "mental_health",
                     "origin": "user-stated",
+                    "captureMethod": "settings-toggle",
                     "createdAt": "2026-12-02T13:28:01.657831Z",
                     "supersedes": None,
                     "fingerprint": "f" * 64,
@@ -538,6 +539,7 @@ def test_a_completed_access_request_shows_the_report(browser, member, monkeypatc
     assert "Scope kind About you" in text and "Category Mental health" in text
     assert "Origin You said" in text and "Created at 2 December 2026, 13:28 UTC" in text
     assert "Scopes About you, Notes by support staff" in text
+    assert "Capture method On your consent page" in text
     assert "Supersedes" not in text  # empty fields are left out
     assert "Event count 2" in text
     assert "Features you switched off (0)" in text and "Nothing." in text
