@@ -22,6 +22,7 @@ urlpatterns = [
     path("consent/", include("consent.urls")),
     path("memory/", include("memory.urls")),
     path("approvals/", include("governance.urls_approvals")),
+    path("data-rights/", include("dsar.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]
