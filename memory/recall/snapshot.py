@@ -175,19 +175,23 @@ class Snapshot:
     # -- keeping it current ---------------------------------------------------------
 
     def _grow(self, at_least: int = 0) -> None:
-        capacity = max(64, self.capacity * 2, at_least)
+        self._reallocate(max(64, self.capacity * 2, at_least), slice(0, self.size))
 
-        def wider(a: np.ndarray) -> np.ndarray:
+    def _reallocate(self, capacity: int, rows: slice | np.ndarray) -> None:
+        """Every per-row array at `capacity` rows, holding `rows` of the old ones first."""
+
+        def moved(a: np.ndarray) -> np.ndarray:
             out = np.zeros((capacity, *a.shape[1:]), dtype=a.dtype)
-            out[: self.size] = a[: self.size]
+            kept = a[rows]
+            out[: len(kept)] = kept
             return out
 
-        self.live = wider(self.live)
-        self.ints = {k: wider(v) for k, v in self.ints.items()}
-        self.floats = {k: wider(v) for k, v in self.floats.items()}
+        self.live = moved(self.live)
+        self.ints = {k: moved(v) for k, v in self.ints.items()}
+        self.floats = {k: moved(v) for k, v in self.floats.items()}
         if self.hybrid:
-            self.vectors = wider(self.vectors)
-        self.has_vector = wider(self.has_vector)
+            self.vectors = moved(self.vectors)
+        self.has_vector = moved(self.has_vector)
         self.capacity = capacity
 
     def known(self, revision: uuid.UUID) -> bool:
@@ -393,19 +397,7 @@ class Snapshot:
         n = len(keep)
         new_slot = np.full(self.size, -1, dtype=np.int64)
         new_slot[keep] = np.arange(n)
-        capacity = max(64, n)
-
-        def taken(a: np.ndarray) -> np.ndarray:
-            out = np.zeros((capacity, *a.shape[1:]), dtype=a.dtype)
-            out[:n] = a[keep]
-            return out
-
-        self.live = taken(self.live)
-        self.ints = {k: taken(v) for k, v in self.ints.items()}
-        self.floats = {k: taken(v) for k, v in self.floats.items()}
-        if self.hybrid:
-            self.vectors = taken(self.vectors)
-        self.has_vector = taken(self.has_vector)
+        self._reallocate(max(64, n), keep)
         kept = keep.tolist()
         self.entry_ids = [self.entry_ids[at] for at in kept]
         self.revisions = [self.revisions[at] for at in kept]
@@ -417,7 +409,7 @@ class Snapshot:
             if held.any():
                 postings[word] = (moved[held], tf[held])
         self.postings = postings
-        self.size, self.capacity, self.dead = n, capacity, 0
+        self.size, self.dead = n, 0
         # Each row's words, from the postings, as `_fill_words` indexes them.
         names = list(postings)
         slots = [p[0] for p in postings.values()]
