@@ -685,6 +685,11 @@ def warm_up() -> bool:
     if ranker_state().active != "hybrid":
         return False
     embedding.default_encoder().warm_up()
+    # And the BLAS thread controller the snapshot's cosines run under: finding the loaded
+    # BLAS libraries (and importing threadpoolctl) took a worker's first hybrid recall
+    # 20-40 ms on a quiet machine (docs/decisions/recall.md, "First recalls").
+    with embedding.one_blas_thread():
+        pass
     return True
 
 
