@@ -133,15 +133,18 @@ def _paraphrased_recall(member, surface_api, *, written: bool = False) -> None:
     assert "Lisbon" in top["entry"]["body"]
 
 
-def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings) -> None:
+def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings, monkeypatch) -> None:
     from memory.recall.service import warm_up
 
     settings.IRIS_RECALL_SEMANTIC = "lexical"
     assert warm_up() is False
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
     settings.IRIS_RECALL_SEMANTIC = "hybrid"
+    monkeypatch.setattr(embedding, "_ONE_THREAD", None)
     assert warm_up() is True
     assert embedding._default is not None
+    # So is the BLAS thread controller that a worker's first hybrid recall scores under.
+    assert embedding._ONE_THREAD is not None
 
 
 def test_the_query_is_embedded_ahead_only_for_a_well_formed_recall(
