@@ -280,8 +280,9 @@ class Snapshot:
             return
         self._grow(n)
         cols = list(zip(*live, strict=True))
-        self.revisions = [r if isinstance(r, uuid.UUID) else uuid.UUID(str(r)) for r in cols[0]]
-        self.slot = dict(zip(self.revisions, range(n), strict=True))
+        revisions = [r if isinstance(r, uuid.UUID) else uuid.UUID(str(r)) for r in cols[0]]
+        self.revisions = list(revisions)
+        self.slot = dict(zip(revisions, range(n), strict=True))
         self.entry_ids = [e if isinstance(e, uuid.UUID) else uuid.UUID(e) for e in cols[1]]
         codes = self.codes
 
@@ -412,9 +413,9 @@ class Snapshot:
         self.size, self.dead = n, 0
         # Each row's words, from the postings, as `_fill_words` indexes them.
         names = list(postings)
-        slots = [p[0] for p in postings.values()]
-        word_of = np.repeat(np.arange(len(names)), [len(s) for s in slots])
-        slot_of = np.concatenate(slots) if slots else _NO_SLOTS
+        held_slots = [p[0] for p in postings.values()]
+        word_of = np.repeat(np.arange(len(names)), [len(s) for s in held_slots])
+        slot_of = np.concatenate(held_slots) if held_slots else _NO_SLOTS
         order = np.argsort(slot_of, kind="stable")
         offsets = np.searchsorted(slot_of[order], np.arange(n + 1))
         self._index = (offsets, word_of[order], names)
