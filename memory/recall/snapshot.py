@@ -350,7 +350,7 @@ class Snapshot:
         word_of, slot_of = np.divmod(pairs, n)
         tf = counts.astype(np.float64)
         starts = np.flatnonzero(np.diff(word_of, prepend=-1))
-        ends = [*starts[1:].tolist(), len(pairs)]
+        ends = [*starts[1:].tolist(), len(pairs)] if len(starts) else []
         names = [sys.intern(w) for w in vocab]
         for w, a, b in zip(word_of[starts].tolist(), starts.tolist(), ends, strict=True):
             self.postings[names[w]] = (slot_of[a:b], tf[a:b])

@@ -467,6 +467,19 @@ def test_a_row_without_stored_words_is_tokenised_from_its_body(member, name) -> 
     assert _rows_of(recall_snapshot._build(member, name, follow=False)) == _rows_of(stored)
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", RANKERS)
+def test_a_snapshot_of_rows_without_a_word_holds_them_with_no_postings(member, name) -> None:
+    # Stop words only for BM25; words of two letters only for Jaccard.
+    MemoryEntry.objects.bulk_create(
+        [_profile_row(member, i, "it is as of", NOW - timedelta(hours=i)) for i in range(3)]
+    )
+    snap = recall_snapshot._build(member, name, follow=False)
+    assert snap.size == 3 and not snap.postings
+    assert [snap.words_at(at) for at in range(3)] == [(), (), ()]
+    assert set(snap.floats["length"][:3]) == {0.0}
+
+
 def _rows_of(snap: recall_snapshot.Snapshot) -> dict[uuid.UUID, tuple[Any, ...]]:
     """What a snapshot holds about each live row, codes spelled out."""
     name = {code: text for text, code in snap.codes.items()}
