@@ -170,6 +170,10 @@ class Snapshot:
         # words), the rows added one by one since then by slot.
         self._index: tuple[np.ndarray, np.ndarray, list[str]] = (_NO_SLOTS, _NO_SLOTS, [])
         self._added: dict[int, tuple[str, ...]] = {}
+        # (slot, count) of rows added one by one, by word, not yet in `postings`: merged
+        # when the word is next looked up, so that a catch-up of many new rows copies each
+        # posting once at most, and only for the words a question asks about.
+        self._appended: dict[str, list[tuple[int, float]]] = {}
         self.dead = 0
 
     # -- keeping it current ---------------------------------------------------------
@@ -233,11 +237,7 @@ class Snapshot:
             counts = Counter(map(sys.intern, text.split()))
             self._added[at] = tuple(counts)
             for word, n in counts.items():
-                held = self.postings.get(word)
-                if held is None:
-                    self.postings[word] = (np.array([at], np.int64), np.array([float(n)]))
-                else:  # `at` is the highest slot, so the slots stay ascending
-                    self.postings[word] = (np.append(held[0], at), np.append(held[1], float(n)))
+                self._appended.setdefault(word, []).append((at, float(n)))
             self.floats["chars"][at] = chars
             self.floats["length"][at] = sum(counts.values())
             if self.hybrid and vector is not None:
@@ -375,8 +375,8 @@ class Snapshot:
             return
         self.live[at] = False
         for word in self.words_at(at):
-            held = self.postings.get(word)
-            if held is None:
+            held = self.posting(word)
+            if not len(held[0]):
                 continue
             keep = held[0] != at
             if not keep.any():
@@ -394,6 +394,8 @@ class Snapshot:
             self._compact()
 
     def _compact(self) -> None:
+        for word in list(self._appended):
+            self.posting(word)
         keep = np.flatnonzero(self.live[: self.size])
         n = len(keep)
         new_slot = np.full(self.size, -1, dtype=np.int64)
@@ -423,6 +425,14 @@ class Snapshot:
 
     def posting(self, word: str) -> tuple[np.ndarray, np.ndarray]:
         """(slots, counts) of the rows holding `word`."""
+        appended = self._appended.pop(word, None)
+        if appended:
+            # Added slots are above every held one, so the slots stay ascending.
+            slots, counts = self.postings.get(word, _NO_POSTING)
+            self.postings[word] = (
+                np.concatenate([slots, np.array([a for a, _ in appended], dtype=np.int64)]),
+                np.concatenate([counts, np.array([n for _, n in appended])]),
+            )
         return self.postings.get(word, _NO_POSTING)
 
     # -- ranking --------------------------------------------------------------------
