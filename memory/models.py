@@ -96,6 +96,37 @@ class RecallTermsField(models.TextField):
         return value
 
 
+# Parts `MemoryEntry.recall_words` into its BM25 half and its Jaccard half.
+WORDS_SPLIT = "|"
+
+
+def recall_words(body: str) -> str:
+    """What `MemoryEntry.recall_words` holds: the body's BM25 terms, each as often as the
+    body has it (the very `memory.rules.lexical.terms`), then its distinct Jaccard tokens
+    (the very `memory.recall.tokens`), each half sorted and space-joined, parted by
+    `WORDS_SPLIT`: "lisbon live live|lisbon live lived". Neither tokeniser yields a space or
+    the split mark (both keep runs of letters and digits), so a split gives them back.
+
+    A member's recall snapshot is built from these instead of tokenising every body again
+    (`memory.recall.snapshot`: tokenising was a quarter of a first recall at 1k rows)."""
+    from memory.recall.pipeline import tokens
+    from memory.rules.lexical import terms
+
+    return f"{' '.join(sorted(terms(body)))}{WORDS_SPLIT}{' '.join(sorted(tokens(body)))}"
+
+
+class RecallWordsField(models.TextField):
+    """Filled from the row's own body whenever the row is inserted, like `recall_terms`.
+    Null only on a row written before the column existed and not yet backfilled (or copied
+    in by hand): a snapshot tokenises that row's body instead."""
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> str:
+        entry = cast("MemoryEntry", model_instance)
+        value = recall_words(entry.body)
+        setattr(model_instance, self.attname, value)
+        return value
+
+
 class MemoryEntry(models.Model):
     """One revision of one memory entry (spec: "The MemoryEntry Contract").
 
@@ -161,6 +192,9 @@ class MemoryEntry(models.Model):
     # Derived from `body` at insert, for recall's term index (PostgreSQL GIN, migration
     # 0004); stemmed words of the body, so it goes wherever the body goes.
     recall_terms = RecallTermsField(editable=False, blank=True, default="")
+    # Derived from `body` at insert, for building recall snapshots: the body's terms with
+    # their counts and its Jaccard tokens (`recall_words`); goes wherever the body goes.
+    recall_words = RecallWordsField(editable=False, null=True, blank=True)
 
     objects = RevisionQuerySet.as_manager()
 

@@ -685,18 +685,43 @@ def warm_up() -> bool:
     if ranker_state().active != "hybrid":
         return False
     embedding.default_encoder().warm_up()
+    # And the BLAS thread controller the snapshot's cosines run under: finding the loaded
+    # BLAS libraries (and importing threadpoolctl) took a worker's first hybrid recall
+    # 20-40 ms on a quiet machine (docs/decisions/recall.md, "First recalls").
+    with embedding.one_blas_thread():
+        pass
     return True
 
 
+def encode_ahead(body: str) -> bytes | None:
+    """The stored form of `body`'s embedding, computed before a writer takes the member's
+    lock; None when the hybrid ranker is not the active one.
+
+    The write path computes it here and hands it to `store_embeddings` inside its
+    transaction: the encoder is most of a write's CPU (about 9 of 12 ms), and under the
+    member's lock one member's writers took turns at it, so eight clients writing one
+    member got no more than one core's worth (70 writes/s; docs/decisions/recall.md,
+    "Writes with the model on"). The bits are `store_embeddings`' own (one text,
+    unpadded), so recall ranks a revision the same whichever computed its vector."""
+    if ranker_state().active != "hybrid":
+        return None
+    return embedding.to_bytes(embedding.default_encoder().encode_one(body, cache=False))
+
+
 def store_embeddings(
-    entries: Iterable[MemoryEntry], *, now: datetime | None = None, fresh: bool = False
+    entries: Iterable[MemoryEntry],
+    *,
+    now: datetime | None = None,
+    fresh: bool = False,
+    encoded: Mapping[str, bytes] | None = None,
 ) -> int:
     """Store the embedding of each revision when the hybrid ranker is configured and the
     model is installed; otherwise do nothing. Returns how many vectors were written.
 
     Safe to call twice: an existing vector is kept (a revision's body never changes).
     `fresh` says the revisions were inserted by the caller's transaction, so none has a
-    vector yet: the write path skips the look-up and the conflict clause.
+    vector yet: the write path skips the look-up and the conflict clause. `encoded` holds
+    vectors already computed by `encode_ahead`, by body.
     """
     if ranker_state().active != "hybrid":
         return 0
@@ -721,7 +746,8 @@ def store_embeddings(
             revision_id=e.revision_id,
             tenant_id=e.tenant_id,
             model=embedding.MODEL_NAME,
-            vector=embedding.to_bytes(encoder.encode_one(e.body, cache=False)),
+            vector=(encoded or {}).get(e.body)
+            or embedding.to_bytes(encoder.encode_one(e.body, cache=False)),
             created_at=stamp,
         )
         for e in rows

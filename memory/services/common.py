@@ -609,13 +609,18 @@ def _carried(prev: MemoryEntry) -> dict[str, Any]:
 
 
 def _insert_revision(
-    *, prev: MemoryEntry | None, now: datetime, fields: Mapping[str, Any]
+    *,
+    prev: MemoryEntry | None,
+    now: datetime,
+    fields: Mapping[str, Any],
+    encoded: Mapping[str, bytes] | None = None,
 ) -> MemoryEntry:
     """Write the next revision of `prev` (or the first revision of a new entry).
 
     The predecessor flips to superseded first (the partial unique index allows one
     current revision per entry); if it is no longer current, someone else changed the
-    entry since it was read and this change is refused rather than lost.
+    entry since it was read and this change is refused rather than lost. `encoded`: the
+    body's vector, computed before the member's lock (`recall.service.encode_ahead`).
     """
     values = _carried(prev) if prev is not None else {}
     values.update(fields)
@@ -643,7 +648,7 @@ def _insert_revision(
     # With the hybrid ranker on, each revision's vector is computed at write time.
     from memory.recall.service import store_embeddings
 
-    store_embeddings([entry], now=now, fresh=True)
+    store_embeddings([entry], now=now, fresh=True, encoded=encoded)
     return entry
 
 

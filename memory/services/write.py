@@ -132,6 +132,15 @@ def memory_write(
         ),
         pending=decided,
     )
+    # The body's vector, before the member's lock: one member's writers would otherwise
+    # take turns at the encoder (recall.service.encode_ahead).
+    from memory.recall.service import encode_ahead
+
+    encoded: dict[str, bytes] = {}
+    if gate.scope_mode != ScopeMode.EPHEMERAL:
+        vector = encode_ahead(w.body)
+        if vector is not None:
+            encoded[w.body] = vector
     # The allow is on record in the same commit, and the same INSERT, as what it allowed.
     with transaction.atomic(durable=True), one_insert():
         record_pending(decided)
@@ -183,8 +192,8 @@ def memory_write(
             adapter_scopes=_readable_adapter_scopes(principal),
         )
         if w.origin is Origin.MODEL_INFERRED:
-            return _write_inference(principal, member, w, fields, current, gate, now)
-        return _write_assertion(principal, member, w, fields, current, now)
+            return _write_inference(principal, member, w, fields, current, gate, now, encoded)
+        return _write_assertion(principal, member, w, fields, current, now, encoded)
 
 
 def _side(origin: str, body: str, at: datetime) -> ConflictSide:
@@ -198,11 +207,12 @@ def _write_assertion(
     fields: dict[str, Any],
     current: MemoryEntry | None,
     now: datetime,
+    encoded: Mapping[str, bytes],
 ) -> WriteOutcome:
     """A write that is not a model inference: stated, confirmed, operator, summary, import."""
     if current is None:
         entry = _insert_revision(
-            prev=None, now=now, fields={**fields, "lifecycle": Lifecycle.ACTIVE}
+            prev=None, now=now, fields={**fields, "lifecycle": Lifecycle.ACTIVE}, encoded=encoded
         )
         return _written(principal, member, entry, reason="created")
 
@@ -231,7 +241,10 @@ def _write_assertion(
         )
         return WriteOutcome("not-written", f"kept-existing:{resolution.rule.value}", entry=current)
     entry = _insert_revision(
-        prev=current, now=now, fields={**fields, **_lifecycle_after(current, fields)}
+        prev=current,
+        now=now,
+        fields={**fields, **_lifecycle_after(current, fields)},
+        encoded=encoded,
     )
     return _written(
         principal,
@@ -358,6 +371,7 @@ def _write_inference(
     current: MemoryEntry | None,
     gate: WriteGate,
     now: datetime,
+    encoded: Mapping[str, bytes],
 ) -> WriteOutcome:
     """A model inference earns durability (spec: "Inference vs Confirmation Policy").
 
@@ -381,7 +395,9 @@ def _write_inference(
     )
     if current is None:
         lifecycle = Lifecycle.ACTIVE if decision.allowed else Lifecycle.DRAFT
-        entry = _insert_revision(prev=None, now=now, fields={**fields, "lifecycle": lifecycle})
+        entry = _insert_revision(
+            prev=None, now=now, fields={**fields, "lifecycle": lifecycle}, encoded=encoded
+        )
         outcome = _written(
             principal,
             member,
@@ -401,7 +417,9 @@ def _write_inference(
                 WriteOutcome("not-written", "inference-observed", entry=current), decision, distinct
             )
         lifecycle = Lifecycle.ACTIVE if decision.allowed else Lifecycle.DRAFT
-        entry = _insert_revision(prev=current, now=now, fields={**fields, "lifecycle": lifecycle})
+        entry = _insert_revision(
+            prev=current, now=now, fields={**fields, "lifecycle": lifecycle}, encoded=encoded
+        )
         action = (
             AuditAction.MEMORY_ENTRY_PROMOTED
             if decision.allowed
@@ -430,7 +448,10 @@ def _write_inference(
     if resolution.winner == "prior":
         return WriteOutcome("not-written", f"kept-existing:{resolution.rule.value}", entry=current)
     entry = _insert_revision(
-        prev=current, now=now, fields={**fields, **_lifecycle_after(current, fields)}
+        prev=current,
+        now=now,
+        fields={**fields, **_lifecycle_after(current, fields)},
+        encoded=encoded,
     )
     outcome = _written(
         principal,

@@ -72,6 +72,9 @@ EXEMPT: dict[str, str] = {
     "memory.recall.service.entry_class": "pure: the class of a candidate's texts",
     "memory.recall.service.recent_recalls": "reads one member's recall history",
     "memory.recall.service.warm_up": "loads the embedding model in the process; no row",
+    "memory.recall.service.encode_ahead": (
+        "pure: the vector of a body a governed write is about to store; writes nothing"
+    ),
     "memory.recall.service.store_embeddings": (
         "writes the derived vector of revisions that a governed memory write has just "
         "inserted, inside that write's transaction; it decides nothing of its own"

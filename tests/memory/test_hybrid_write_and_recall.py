@@ -30,6 +30,53 @@ def test_each_revision_gets_its_vector_at_write_time(hybrid, member) -> None:
     assert float(vector @ expected) > 0.9999
 
 
+def test_a_write_encodes_its_body_before_taking_the_members_lock(
+    hybrid, member, monkeypatch
+) -> None:
+    """One member's writers took turns at the encoder while it ran under the lock."""
+    from memory.recall import service
+    from memory.services import write
+
+    grant_storage(member)
+    order: list[str] = []
+    encode_ahead, lock_member = service.encode_ahead, write._lock_member
+
+    def encoding(body: str) -> bytes | None:
+        order.append("encode")
+        return encode_ahead(body)
+
+    def locking(m):  # type: ignore[no-untyped-def]
+        order.append("lock")
+        lock_member(m)
+
+    monkeypatch.setattr(service, "encode_ahead", encoding)
+    monkeypatch.setattr(write, "_lock_member", locking)
+    entry = memory_write(
+        principal=as_member(member), member=member, draft=draft(member, "I moved to Braga")
+    ).entry
+    assert order == ["encode", "lock"]
+    # The bits the write stored are those the ranker computes for a body without a vector.
+    stored = bytes(MemoryEmbedding.objects.get(revision_id=entry.revision_id).vector)
+    fresh = embedding.default_encoder().encode_one("I moved to Braga", cache=False)
+    assert stored == embedding.to_bytes(fresh)
+
+
+def test_without_the_hybrid_ranker_a_write_encodes_nothing(member, settings, monkeypatch) -> None:
+    from memory.recall.ranking import embedding as ranking_embedding
+
+    settings.IRIS_RECALL_SEMANTIC = "lexical"
+    grant_storage(member)
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the encoder ran")
+
+    monkeypatch.setattr(ranking_embedding, "default_encoder", refuse)
+    entry = memory_write(
+        principal=as_member(member), member=member, draft=draft(member, "I moved to Faro")
+    ).entry
+    assert not MemoryEmbedding.objects.filter(revision_id=entry.revision_id).exists()
+
+
 def test_storing_again_keeps_the_vector_the_write_stored(hybrid, member) -> None:
     from memory.recall.service import store_embeddings
 
@@ -86,15 +133,18 @@ def _paraphrased_recall(member, surface_api, *, written: bool = False) -> None:
     assert "Lisbon" in top["entry"]["body"]
 
 
-def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings) -> None:
+def test_the_model_is_warmed_when_the_app_starts_with_hybrid_on(settings, monkeypatch) -> None:
     from memory.recall.service import warm_up
 
     settings.IRIS_RECALL_SEMANTIC = "lexical"
     assert warm_up() is False
     need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
     settings.IRIS_RECALL_SEMANTIC = "hybrid"
+    monkeypatch.setattr(embedding, "_ONE_THREAD", None)
     assert warm_up() is True
     assert embedding._default is not None
+    # So is the BLAS thread controller that a worker's first hybrid recall scores under.
+    assert embedding._ONE_THREAD is not None
 
 
 def test_the_query_is_embedded_ahead_only_for_a_well_formed_recall(

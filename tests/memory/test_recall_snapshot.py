@@ -448,18 +448,59 @@ def test_a_cached_snapshot_agrees_after_any_sequence_of_changes(
     assert _snapshot_of(member, name) is snap  # every change was caught up, never rebuilt
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", RANKERS)
+def test_a_row_without_stored_words_is_tokenised_from_its_body(member, name) -> None:
+    """A row written before `recall_words` existed (or copied in by hand) holds null: the
+    snapshot tokenises its body, and holds what it would have read."""
+    rows = _coffee_rows(member, 9)
+    stored = recall_snapshot._build(member, name, follow=False)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memory_memoryentry SET recall_words = NULL WHERE entry_id IN (%s, %s, %s)",
+            [
+                r.entry_id if connection.vendor == "postgresql" else r.entry_id.hex
+                for r in rows[::3]
+            ],
+        )
+    assert MemoryEntry.objects.filter(recall_words__isnull=True).count() == 3
+    assert _rows_of(recall_snapshot._build(member, name, follow=False)) == _rows_of(stored)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", RANKERS)
+def test_a_snapshot_of_rows_without_a_word_holds_them_with_no_postings(member, name) -> None:
+    # Stop words only for BM25; words of two letters only for Jaccard.
+    MemoryEntry.objects.bulk_create(
+        [_profile_row(member, i, "it is as of", NOW - timedelta(hours=i)) for i in range(3)]
+    )
+    snap = recall_snapshot._build(member, name, follow=False)
+    assert snap.size == 3 and not snap.postings
+    assert [snap.words_at(at) for at in range(3)] == [(), (), ()]
+    assert set(snap.floats["length"][:3]) == {0.0}
+
+
 def _rows_of(snap: recall_snapshot.Snapshot) -> dict[uuid.UUID, tuple[Any, ...]]:
     """What a snapshot holds about each live row, codes spelled out."""
     name = {code: text for text, code in snap.codes.items()}
     return {
         revision: (
             snap.entry_ids[at],
-            snap.words[at],
+            _counts_at(snap, at),
             *(name.get(int(snap.ints[k][at])) for k in ("scope", "adapter", "category", "cluster")),
             *(float(snap.floats[k][at]) for k in sorted(snap.floats)),
         )
         for revision, at in snap.slot.items()
     }
+
+
+def _counts_at(snap: recall_snapshot.Snapshot, at: int) -> tuple[tuple[str, float], ...]:
+    """The row's words with their counts, as the snapshot's postings hold them."""
+    out = []
+    for word in snap.words_at(at):
+        slots, counts = snap.posting(word)
+        out.append((word, float(counts[slots == at][0])))
+    return tuple(sorted(out))
 
 
 def _change(change: str, draw: Any) -> dict[str, Any]:
