@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from dsar import export, selectors, services
+from dsar import deletion, export, selectors, services
 from dsar.enums import RequestKind, RequestState, VerificationMethod
 from dsar.models import DataRightsRequest
 from governance.acting import acting_for, user_id_in
@@ -227,6 +227,33 @@ class DataRightsCodeApi(APIView):
             method=data_in.validated_data["method"],
         )
         return Response({"sent": True, "expiresAt": row.expires_at}, status=202)
+
+
+class DataRightsUndoApi(APIView):
+    """Undo a soft deletion inside its grace window: the memories come back and the
+    request completes as undone. 409 `undo-window-closed` once the window has passed,
+    `deletion-not-started` before the work started (cancel instead), `not-a-soft-delete`
+    for a hard one."""
+
+    class UndoInput(StrictInput, serializers.Serializer):
+        userId = serializers.UUIDField(required=False)
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="data_rights_undo",
+        request=UndoInput,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={200: DataRightsRequestOutput},
+    )
+    @idempotent
+    def post(self, request: Request, request_id: uuid.UUID) -> Response:
+        data_in = self.UndoInput(data=request.data)
+        data_in.is_valid(raise_exception=True)
+        principal, member = acting_for(request, data_in.validated_data.get("userId"))
+        row = deletion.data_rights_undo_delete(
+            principal=principal, member=member, request_id=request_id
+        )
+        return Response(request_out(row))
 
 
 class DataRightsExtendApi(APIView):

@@ -32,6 +32,11 @@ urlpatterns = [
         name="api-data-rights-extend",
     ),
     path(
+        "data-rights/<uuid:request_id>/undo",
+        api.DataRightsUndoApi.as_view(),
+        name="api-data-rights-undo",
+    ),
+    path(
         "data-rights/<uuid:request_id>/bundle",
         api.DataRightsBundleApi.as_view(),
         name="api-data-rights-bundle",

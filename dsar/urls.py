@@ -13,6 +13,7 @@ urlpatterns = [
     path("access/", views.file_access, name="file_access"),
     path("<uuid:request_id>/cancel/", views.cancel, name="cancel"),
     path("<uuid:request_id>/appeal/", views.appeal, name="appeal"),
+    path("<uuid:request_id>/undo/", views.undo, name="undo"),
     path("<uuid:request_id>/code/", views.send_code, name="send_code"),
     path("<uuid:request_id>/verify/", views.verify, name="verify"),
     path("<uuid:request_id>/download/", views.download, name="download"),

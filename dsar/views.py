@@ -12,12 +12,10 @@ their tenant and the legal role (everyone else 403); a request of another tenant
 
 from __future__ import annotations
 
-import importlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import ModuleType
 from typing import Any
 
 from django import forms as django_forms
@@ -31,7 +29,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from dsar import deadlines, selectors, services, wording
+from dsar import access, deadlines, deletion, export, selectors, services, wording
 from dsar.enums import CODE_METHODS, OPEN_STATES, RequestKind, RequestState, VerificationMethod
 from dsar.forms import (
     DELETE_FIELDS,
@@ -133,6 +131,7 @@ class MemberRequest:
     needs_code: bool
     can_download: bool
     can_report: bool
+    can_undo: bool = False
     summary: list[str] = field(default_factory=list)
 
 
@@ -207,6 +206,11 @@ def _member_request(row: DataRightsRequest, *, held: bool) -> MemberRequest:
         needs_code=row.state == S.SUBMITTED,
         can_download=row.kind == RequestKind.EXPORT and row.state == S.COMPLETED,
         can_report=row.kind == RequestKind.ACCESS and row.state == S.COMPLETED,
+        # A soft deletion waiting out its grace window can still be undone.
+        can_undo=row.kind == RequestKind.DELETE
+        and row.state == S.IN_PROGRESS
+        and row.grace_until is not None
+        and row.grace_until > timezone.now(),
         summary=_summary(row),
     )
 
@@ -341,6 +345,19 @@ def appeal(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
     return _member_move(request, request_id, S.APPEALED, "We will look at this request again.")
 
 
+@login_required
+@require_POST
+def undo(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
+    return _member_action(
+        request,
+        request_id,
+        lambda principal, member: deletion.data_rights_undo_delete(
+            principal=principal, member=member, request_id=request_id
+        ),
+        "Undone. Your memories are back.",
+    )
+
+
 def _code_method(row: DataRightsRequest) -> str:
     """The method of the latest code sent for `row` (the caller has checked that the
     member may see it): a code a surface had sent by phone is checked as a phone code."""
@@ -405,19 +422,13 @@ def _visible_or_404(
         raise Http404("No such data-rights request.") from None
 
 
-def _work_module(name: str) -> ModuleType:
-    """`dsar.export` or `dsar.access`, looked up when a page needs it: the export and
-    access work are written beside these pages, which load and type-check without them."""
-    return importlib.import_module(f"dsar.{name}")
-
-
 @login_required
 @require_GET
 def download(request: HttpRequest, request_id: uuid.UUID) -> HttpResponseBase:
     member = _member(request)
     _visible_or_404(principal_of(member), member, request_id)
     try:
-        path, file_name = _work_module("export").bundle_for_download(
+        path, file_name = export.bundle_for_download(
             principal=principal_of(member), member=member, request_id=request_id
         )
     except IrisError as exc:
@@ -535,7 +546,7 @@ def report(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
     if row.state != S.COMPLETED:
         return _problem(request, 409, "Your report is not ready yet. Come back later.")
     try:
-        data = _work_module("access").access_report(member=member)
+        data = access.access_report(member=member)
     except IrisError as exc:
         return _problem(request, exc.status, wording.plain_error(exc.rule, exc.detail))
     parts = _report_parts(data or {})

@@ -136,6 +136,7 @@ FAIL_REASONS: dict[str, str] = {
 STEP_REASONS: dict[str, str] = {
     **FAIL_REASONS,
     "verification-window-passed": "Not confirmed within 7 days.",
+    "undone": "You undid this deletion; your memories are back.",
 }
 
 _OTHER_TOPICS: dict[Category, str] = {

@@ -220,6 +220,12 @@ OPS = [
         lambda w: {"userId": w.user_id, "method": "email-link"},
     ),
     Op(
+        "data-rights-undo",
+        "post",
+        lambda w: f"/api/v1/data-rights/{SOME_ID}/undo",
+        _uid,
+    ),
+    Op(
         "data-rights-extend",
         "post",
         lambda w: f"/api/v1/data-rights/{SOME_ID}/extend",
@@ -455,6 +461,7 @@ def test_every_operation_is_in_the_list() -> None:
         "api-data-rights-transition",
         "api-data-rights-code",
         "api-data-rights-extend",
+        "api-data-rights-undo",
     }
     read_only = {
         "api-health",

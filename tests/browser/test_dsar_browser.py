@@ -7,7 +7,6 @@ Set IRIS_SCREENSHOT_DIR to keep a screenshot of each page looked at.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -48,15 +47,6 @@ def shot(page: Page, name: str) -> None:
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
 
 
-def export_is_built() -> bool:
-    """The export work and `verify_bundle` are written beside these pages."""
-    from dsar import export
-
-    return hasattr(export, "bundle_for_download") and (
-        importlib.util.find_spec("dsar.management.commands.verify_bundle") is not None
-    )
-
-
 def file_export_by_keyboard(page: Page) -> None:
     # Tick an opt-in box with the space bar, then send the form with Enter.
     tab_to(page, element_id="id_export-include_scene_memory")
@@ -83,8 +73,6 @@ def download_by_keyboard(page: Page, folder: Path) -> Path:
 def test_member_files_an_export_by_keyboard_downloads_it_and_it_verifies(
     page: Page, live_server, member, login, axe_check, tmp_path
 ) -> None:
-    if not export_is_built():
-        pytest.skip("dsar.export.bundle_for_download and verify_bundle are not on this branch")
     login(page, "ada", "pw-ada", next_path="/data-rights/")
     expect(page.get_by_role("heading", level=1)).to_have_text("Your data requests")
     axe_check(page)
@@ -212,10 +200,6 @@ def test_legal_queue_is_axe_clean_and_worked_by_keyboard(
 def test_member_asks_to_see_everything_and_reads_the_report(
     page: Page, live_server, ready, login, axe_check
 ) -> None:
-    from dsar import access
-
-    if not hasattr(access, "access_report"):
-        pytest.skip("dsar.access.access_report is not on this branch")
     write(ready, "I live in Lyon")
     login(page, "ada", "pw-ada", next_path="/data-rights/")
     tab_to(page, text="Ask to see everything")

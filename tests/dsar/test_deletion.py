@@ -420,3 +420,21 @@ def test_the_grace_window_never_outlasts_the_memory_purge(ready, memories):
     request = reload(request)
     tombstone = MemoryEntry.objects.get(entry_id=memories["note"].entry_id, is_current=True)
     assert request.grace_until == tombstone.updated_at + SOFT_DELETE_GRACE
+
+
+def test_the_member_undoes_through_the_api_and_the_page_offers_it(ready, memories):
+    from rest_framework.test import APIClient
+
+    request = file_delete(ready, mode="soft", scopes=["notebook"], retentionGraceMs=HOUR_MS)
+    work.process(request.id)
+    client = APIClient()
+    client.force_login(ready)
+    page = client.get("/data-rights/")
+    assert "Undo this deletion" in page.content.decode()
+    answer = client.post(f"/api/v1/data-rights/{request.id}/undo", {}, format="json")
+    assert answer.status_code == 200, answer.json()
+    assert answer.json()["state"] == "completed"
+    assert lifecycle_of(memories["note"].entry_id) == Lifecycle.ACTIVE
+    again = client.post(f"/api/v1/data-rights/{request.id}/undo", {}, format="json")
+    assert again.status_code in (400, 409)
+    assert "Undo this deletion" not in client.get("/data-rights/").content.decode()
