@@ -14,8 +14,9 @@ class DsarConfig(AppConfig):
 
         append_only.register(TRAIL_TABLE)
 
-        from dsar.services import DataRightsCallerGate
+        from dsar.services import DataRightsCallerGate, LegalHoldGate
         from governance.pipeline import register, registered_checks
 
-        if not any(c.name == DataRightsCallerGate.name for c in registered_checks()):
-            register(DataRightsCallerGate())
+        for check in (DataRightsCallerGate(), LegalHoldGate()):
+            if not any(c.name == check.name for c in registered_checks()):
+                register(check)

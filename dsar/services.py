@@ -108,6 +108,30 @@ class DataRightsCallerGate(Check):
         )
 
 
+class LegalHoldGate(Check):
+    """While a legal hold applies to a member, memory's own purge of forgotten entries
+    waits: the hold pauses deletion, whoever would delete. (Data-rights deletions wait in
+    `dsar.work` before they ever reach memory.) Registered by `dsar.apps`."""
+
+    name = "dsar-legal-hold"
+    priority = 23
+    hooks: ClassVar[frozenset[Hook]] = frozenset({Hook.PRE_DESTRUCTIVE})
+    HELD_REASONS = frozenset({"soft-delete-grace-expired"})
+
+    def evaluate(self, hook: Hook, op: Operation) -> Decision | None:
+        arguments = op.attributes.get("arguments") or {}
+        if op.name != "memory.hard_delete" or arguments.get("reasonCode") not in self.HELD_REASONS:
+            return None
+        if op.tenant_id is None or op.member_id is None:
+            return None
+        held = LegalHold.objects.filter(
+            tenant_id=op.tenant_id, member__public_id=op.member_id, lifted_at__isnull=True
+        ).exists()
+        if not held:
+            return None
+        return Decision(self.name, Verdict.DENY, "legal-hold", "A legal hold applies.")
+
+
 # --------------------------------------------------------------------------- helpers
 
 

@@ -403,14 +403,20 @@ def purge_run(
             by_member.setdefault(member_id, []).append(entry_id)
         members = _members(tenant_id, by_member)
         for member_id, entry_ids in by_member.items():
-            result = memory_hard_delete(
-                principal=principal,
-                member=members[member_id],
-                entry_ids=entry_ids,
-                include_derived=True,
-                reason_code="soft-delete-grace-expired",
-                now=now,
-            )
+            try:
+                result = memory_hard_delete(
+                    principal=principal,
+                    member=members[member_id],
+                    entry_ids=entry_ids,
+                    include_derived=True,
+                    reason_code="soft-delete-grace-expired",
+                    now=now,
+                )
+            except Denied:
+                # A check held this member's deletion back (a legal hold): their
+                # entries wait, the others go on.
+                counts["held"] = counts.get("held", 0) + 1
+                continue
             counts["entries"] += len(result.entry_ids)
             counts["revisions"] += result.revision_count
         counts["remaining"] = purge_pending(tenant_id, now)

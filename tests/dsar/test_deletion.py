@@ -438,3 +438,36 @@ def test_the_member_undoes_through_the_api_and_the_page_offers_it(ready, memorie
     again = client.post(f"/api/v1/data-rights/{request.id}/undo", {}, format="json")
     assert again.status_code in (400, 409)
     assert "Undo this deletion" not in client.get("/data-rights/").content.decode()
+
+
+def test_memorys_own_purge_waits_for_a_legal_hold_and_goes_on_for_others(
+    ready, other_member, make_operator
+):
+    from datetime import UTC, datetime
+
+    from memory.jobs import purge_run
+    from memory.rules.retention import SOFT_DELETE_GRACE
+    from memory.services import memory_forget
+    from tests.factories import as_member, grant_storage
+
+    grant_storage(other_member)
+    then = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    mine = written(ready, "My locker code is behind the blue door")
+    theirs = written(other_member, "I keep bees on the roof")
+    memory_forget(principal=as_member(ready), member=ready, entry_id=mine.entry_id, now=then)
+    memory_forget(
+        principal=as_member(other_member), member=other_member, entry_id=theirs.entry_id, now=then
+    )
+    operator = legal(make_operator)
+    services.legal_hold_place(principal=operator, member=ready, reason="Litigation")
+    later = then + SOFT_DELETE_GRACE + timedelta(hours=1)
+    run = purge_run(tenant_id=ready.tenant_id, now=later)
+    assert run.counts["held"] == 1
+    assert MemoryEntry.objects.filter(entry_id=mine.entry_id).exists()
+    assert not MemoryEntry.objects.filter(entry_id=theirs.entry_id).exists()
+    assert AuditEvent.objects.filter(
+        action="iris.governance.decision.deny", reason_code="legal-hold"
+    ).exists()
+    services.legal_hold_lift(principal=operator, member=ready)
+    purge_run(tenant_id=ready.tenant_id, now=later)
+    assert not MemoryEntry.objects.filter(entry_id=mine.entry_id).exists()
