@@ -41,4 +41,17 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "dsar.tasks.remind_deadlines",
         "schedule": crontab(minute=29, hour="*/6"),
     },
+    # Inspection jobs (inspection/tasks.py): time boxes and the members' notices.
+    "inspection-expire-grants": {
+        "task": "inspection.tasks.expire_grants",
+        "schedule": crontab(minute="*/5"),
+    },
+    "inspection-expire-pending": {
+        "task": "inspection.tasks.expire_pending",
+        "schedule": crontab(minute=19),
+    },
+    "inspection-deliver-notices": {
+        "task": "inspection.tasks.deliver_notices",
+        "schedule": crontab(minute="*/10"),
+    },
 }
