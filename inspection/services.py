@@ -136,10 +136,15 @@ def refusal(code: Refusal, detail: str, *, field: str | None = None, rule: str =
     """The problem a refusal answers with: 404 for someone who may not see inspections at
     all, 409 for an illegal move, 400 for a missing justification, else 403."""
     status = _STATUS.get(code, 403)
+    error: IrisError
     if status == 404:
-        return NotFound(NOT_FOUND_TEXT)
-    cls = {409: Conflict, 400: ValidationFailed}.get(status, Forbidden)
-    return cls(detail, code=code.value, field=field, rule=rule or code.value)
+        error = NotFound(NOT_FOUND_TEXT)
+    else:
+        cls = {409: Conflict, 400: ValidationFailed}.get(status, Forbidden)
+        error = cls(detail, code=code.value, field=field, rule=rule or code.value)
+    # What the audit records, even where the answer does not say it (a 404).
+    error.reason_code = code.value  # type: ignore[attr-defined]
+    return error
 
 
 NOT_FOUND_TEXT = "No such inspection."
@@ -187,6 +192,7 @@ def _refuse(
 ) -> IrisError:
     """Put a refused attempt on record (a kernel deny with its code) and return the error
     the caller raises. The tenant is the caller's own, so the record lands in its chain."""
+    reason = getattr(error, "reason_code", error.code)
     try:
         govern(
             Hook.PRE_WRITE,
@@ -199,8 +205,8 @@ def _refuse(
                     *((str(member.public_id),) if member is not None else ()),
                     *subject_ids,
                 ),
-                arguments={**(arguments or {}), "refusal": error.code},
-                refused=error.code,
+                arguments={**(arguments or {}), "refusal": reason},
+                refused=reason,
             ),
         )
     except Denied:
