@@ -44,6 +44,13 @@ def is_operator(principal: Principal) -> bool:
     return principal.kind == "operator" and principal.tenant_id is not None
 
 
+def tenant_of(principal: Principal) -> uuid.UUID:
+    """The operator's tenant; the caller has checked `is_operator`."""
+    if principal.tenant_id is None:
+        raise NotFound("No such inspection.")
+    return principal.tenant_id
+
+
 def time_boxes(tenant_id: uuid.UUID) -> tuple[int, int]:
     """(grant hours, pending hours) of the tenant."""
     policy = InspectionPolicy.objects.filter(tenant_id=tenant_id).first()
@@ -69,7 +76,7 @@ def member_of_tenant(principal: Principal, user_id: uuid.UUID | str | None) -> U
     except ValueError:
         raise NotFound("No such member.") from None
     member = User.objects.filter(
-        tenant_id=principal.tenant_id, public_id=key, kind=User.Kind.MEMBER, is_active=True
+        tenant_id=tenant_of(principal), public_id=key, kind=User.Kind.MEMBER, is_active=True
     ).first()
     if member is None:
         raise NotFound("No such member.")
@@ -82,7 +89,7 @@ def inspections_for(
     """The tenant's inspections, newest first; nothing for anyone but its operators."""
     if not is_operator(principal):
         return Inspection.objects.none()
-    rows = Inspection.objects.filter(tenant_id=principal.tenant_id)
+    rows = Inspection.objects.filter(tenant_id=tenant_of(principal))
     if state:
         rows = rows.filter(state=state)
     if open_only:
@@ -98,7 +105,7 @@ def inspection_get(principal: Principal, inspection_id: uuid.UUID | str) -> Insp
     except ValueError:
         raise NotFound(NOT_FOUND) from None
     row = (
-        Inspection.objects.filter(tenant_id=principal.tenant_id, id=key)
+        Inspection.objects.filter(tenant_id=tenant_of(principal), id=key)
         .select_related("member", "requester", "reviewer", "tenant")
         .first()
     )

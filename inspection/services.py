@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
@@ -87,6 +87,7 @@ from inspection.selectors import (
     is_operator,
     snapshot_candidates,
     snapshot_view,
+    tenant_of,
     time_boxes,
 )
 from memory.rules.scopes import build_scope_key
@@ -132,7 +133,16 @@ class InspectionGateCheck(Check):
         return Decision(self.name, Verdict.DENY, str(code), "Refused by the inspection policy.")
 
 
-def refusal(code: Refusal, detail: str, *, field: str | None = None, rule: str = "") -> IrisError:
+@dataclass(frozen=True)
+class Refused:
+    """A refusal: the reason the audit records, and the problem the caller answers with
+    (which for a 404 does not say the reason)."""
+
+    reason: Refusal
+    error: IrisError
+
+
+def refusal(code: Refusal, detail: str, *, field: str | None = None, rule: str = "") -> Refused:
     """The problem a refusal answers with: 404 for someone who may not see inspections at
     all, 409 for an illegal move, 400 for a missing justification, else 403."""
     status = _STATUS.get(code, 403)
@@ -142,9 +152,7 @@ def refusal(code: Refusal, detail: str, *, field: str | None = None, rule: str =
     else:
         cls = {409: Conflict, 400: ValidationFailed}.get(status, Forbidden)
         error = cls(detail, code=code.value, field=field, rule=rule or code.value)
-    # What the audit records, even where the answer does not say it (a 404).
-    error.reason_code = code.value  # type: ignore[attr-defined]
-    return error
+    return Refused(code, error)
 
 
 NOT_FOUND_TEXT = "No such inspection."
@@ -184,7 +192,7 @@ def _operation(
 def _refuse(
     principal: Principal,
     name: str,
-    error: IrisError,
+    refused: Refused,
     *,
     member: User | None = None,
     subject_ids: tuple[str, ...] = (),
@@ -192,7 +200,7 @@ def _refuse(
 ) -> IrisError:
     """Put a refused attempt on record (a kernel deny with its code) and return the error
     the caller raises. The tenant is the caller's own, so the record lands in its chain."""
-    reason = getattr(error, "reason_code", error.code)
+    reason = refused.reason.value
     try:
         govern(
             Hook.PRE_WRITE,
@@ -211,7 +219,7 @@ def _refuse(
         )
     except Denied:
         pass
-    return error
+    return refused.error
 
 
 def _allow(
@@ -424,6 +432,10 @@ def _locked(inspection_id: uuid.UUID, tenant_id: Any) -> Inspection:
     return row
 
 
+def _acting_user(principal: Principal) -> User:
+    return User.objects.get(tenant_id=tenant_of(principal), public_id=principal.id)
+
+
 def _user_roles(user: User) -> frozenset[str]:
     return frozenset(user.groups.values_list("name", flat=True))
 
@@ -509,7 +521,7 @@ def inspection_request(
         texts={"justification": text},
     )
     _, pending_hours = time_boxes(member.tenant_id)
-    requester = User.objects.get(tenant_id=principal.tenant_id, public_id=principal.id)
+    requester = _acting_user(principal)
     with transaction.atomic(durable=True):
         record_pending(decided)
         inspection = Inspection.objects.create(
@@ -592,7 +604,7 @@ def inspection_transition(
     member = inspection.member
     arguments = {"to": target.value, "from": inspection.state}
 
-    def refuse(error: IrisError) -> IrisError:
+    def refuse(error: Refused) -> IrisError:
         return _refuse(
             principal, name, error, member=member, subject_ids=subject, arguments=arguments
         )
@@ -604,7 +616,7 @@ def inspection_transition(
             f"An inspection that is {inspection.state} cannot become {target.value}.",
             field="to",
         )
-        error.allowed = [a.value for a in allowed]
+        error.error.allowed = [a.value for a in allowed]
         raise refuse(error)
     if carve_out and not (
         target is S.CLOSED
@@ -660,9 +672,7 @@ def inspection_transition(
         record_pending(decided)
         inspection = _locked(inspection.id, inspection.tenant_id)
         if target is S.DENIED and not is_requester:
-            inspection.reviewer = User.objects.get(
-                tenant_id=principal.tenant_id, public_id=principal.id
-            )
+            inspection.reviewer = _acting_user(principal)
             inspection.reviewer_roles = _roles(principal)
         if target is S.CLOSED:
             _close(principal, inspection, now=now, reason_code=code, carve_out=carve_out)
@@ -758,7 +768,7 @@ def _grant(
     incident_reference: str | None,
     consent_snapshot_id: uuid.UUID | None,
     now: datetime,
-    refuse: Any,
+    refuse: Callable[[Refused], IrisError],
 ) -> Inspection:
     member = inspection.member
     cited_text = incident_reference or inspection.incident_reference_text or None
@@ -805,7 +815,7 @@ def _grant(
         subject_ids=(str(inspection.id),),
         arguments={"to": S.GRANTED.value, "from": inspection.state},
     )
-    reviewer = User.objects.get(tenant_id=principal.tenant_id, public_id=principal.id)
+    reviewer = _acting_user(principal)
     spend = reference is not None and inspection.state == S.INCIDENT_ESCALATION
     try:
         with transaction.atomic(durable=True):
