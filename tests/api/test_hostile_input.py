@@ -43,6 +43,8 @@ class Op:
     url: Callable[[World], str]
     body: Callable[[World], dict[str, Any]]
     by_member: bool = False
+    # Sent by an operator of the member's tenant (support) instead of the surface.
+    by_operator: bool = False
 
     @property
     def in_query(self) -> bool:
@@ -226,6 +228,45 @@ OPS = [
         lambda w: {"reason": "Archive restore"},
     ),
     Op(
+        "inspection-request",
+        "post",
+        lambda w: "/api/v1/inspections",
+        lambda w: {
+            "userId": w.user_id,
+            "path": "routine-review",
+            "justification": "The member reported a wrong reminder.",
+            "scope": {"kind": "profile", "userId": w.user_id},
+            "sensitivity": "standard",
+            "reasonCode": "reminder-bug",
+            "consentSnapshotId": SOME_ID,
+        },
+        by_operator=True,
+    ),
+    Op(
+        "inspection-request-incident",
+        "post",
+        lambda w: "/api/v1/inspections",
+        lambda w: {
+            "userId": w.user_id,
+            "path": "incident-escalation",
+            "justification": "Threat report 4411.",
+            "incidentReference": (f"iris-inc1.{'a' * 32}.4102444800.{'b' * 16}.{'c' * 64}"),
+        },
+        by_operator=True,
+    ),
+    Op(
+        "inspection-transition",
+        "post",
+        lambda w: f"/api/v1/inspections/{SOME_ID}/transition",
+        lambda w: {
+            "to": "granted",
+            "reasonCode": "looks-fine",
+            "consentSnapshotId": SOME_ID,
+            "carveOut": False,
+        },
+        by_operator=True,
+    ),
+    Op(
         "approval-decide",
         "post",
         lambda w: f"/api/v1/approvals/{SOME_ID}/decide",
@@ -393,12 +434,14 @@ def _open_reservations() -> int:
 
 
 @pytest.fixture
-def clients(surface_token, member):
+def clients(surface_token, member, make_operator):
     surface = APIClient(raise_request_exception=False)
     surface.credentials(HTTP_AUTHORIZATION=f"Bearer {surface_token}")
     own = APIClient(raise_request_exception=False)
     own.force_login(member)
-    return surface, own
+    operator = APIClient(raise_request_exception=False)
+    operator.force_login(make_operator("support"))
+    return surface, own, operator
 
 
 @pytest.mark.parametrize("op", OPS, ids=[op.name for op in OPS])
@@ -410,13 +453,12 @@ def clients(surface_token, member):
 )
 @given(data=st.data())
 def test_hostile_input_is_a_clean_4xx(op: Op, world: World, clients, data) -> None:
-    surface, own = clients
+    surface, own, operator = clients
     spoil = data.draw(spoils(op.body(world), op.in_query), label="spoil")
     depth = data.draw(st.integers(min_value=17, max_value=3000), label="depth")
     audits = AuditEvent.objects.count()
-    response = _request(
-        own if op.by_member else surface, op, world, spoil, str(uuid.uuid4()), depth
-    )
+    client = operator if op.by_operator else own if op.by_member else surface
+    response = _request(client, op, world, spoil, str(uuid.uuid4()), depth)
 
     assert response.status_code < 500, (spoil, response.content)
     if response.status_code >= 400:
@@ -455,6 +497,8 @@ def test_every_operation_is_in_the_list() -> None:
         "api-data-rights-transition",
         "api-data-rights-code",
         "api-data-rights-extend",
+        "api-inspections",
+        "api-inspection-transition",
     }
     read_only = {
         "api-health",
@@ -462,6 +506,9 @@ def test_every_operation_is_in_the_list() -> None:
         "api-consents-active",
         "api-approvals",
         "api-data-rights-detail",
+        "api-inspection-detail",
+        "api-inspection-snapshot",
+        "api-inspection-replay",
     }
     api = {n for n in names if n.startswith("api-") and n not in {"api-schema", "api-docs"}}
     assert api <= covered | read_only, api - covered - read_only
