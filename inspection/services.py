@@ -142,7 +142,7 @@ class Refused:
     error: IrisError
 
 
-def refusal(code: Refusal, detail: str, *, field: str | None = None, rule: str = "") -> Refused:
+def _refusal(code: Refusal, detail: str, *, field: str | None = None, rule: str = "") -> Refused:
     """The problem a refusal answers with: 404 for someone who may not see inspections at
     all, 409 for an illegal move, 400 for a missing justification, else 403."""
     status = _STATUS.get(code, 403)
@@ -255,7 +255,7 @@ def _allow(
 def _require_operator(principal: Principal, name: str, **kwargs: Any) -> None:
     """Members, surfaces and anyone outside a tenant never see inspections: 404, on record."""
     if not is_operator(principal):
-        raise _refuse(principal, name, refusal(R.NOT_AN_OPERATOR, NOT_FOUND_TEXT), **kwargs)
+        raise _refuse(principal, name, _refusal(R.NOT_AN_OPERATOR, NOT_FOUND_TEXT), **kwargs)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -493,7 +493,7 @@ def inspection_request(
         raise _refuse(
             principal,
             name,
-            refusal(
+            _refusal(
                 R.TRANSITION_NOT_ALLOWED, "A request goes to one of the three paths.", field="path"
             ),
             member=member,
@@ -503,7 +503,7 @@ def inspection_request(
         raise _refuse(
             principal,
             name,
-            refusal(
+            _refusal(
                 R.JUSTIFICATION_REQUIRED,
                 "Say why you need to look: a justification is required.",
                 field="justification",
@@ -611,7 +611,7 @@ def inspection_transition(
 
     if not lifecycle.is_allowed(inspection.state, target):
         allowed = sorted(lifecycle.TRANSITIONS[InspectionState(inspection.state)])
-        error = refusal(
+        error = _refusal(
             R.TRANSITION_NOT_ALLOWED,
             f"An inspection that is {inspection.state} cannot become {target.value}.",
             field="to",
@@ -624,7 +624,7 @@ def inspection_transition(
         and Role.TRUST_AND_SAFETY.value in principal.roles
     ):
         raise refuse(
-            refusal(
+            _refusal(
                 R.CARVE_OUT_NOT_PERMITTED,
                 "Only trust and safety closes an incident escalation under a carve-out.",
                 field="carveOut",
@@ -632,10 +632,10 @@ def inspection_transition(
         )
     is_requester = str(principal.id) == str(inspection.requester.public_id)
     if target in PATHS and not is_requester:
-        raise refuse(refusal(R.NOT_PERMITTED, "Only the requester routes a request.", field="to"))
+        raise refuse(_refusal(R.NOT_PERMITTED, "Only the requester routes a request.", field="to"))
     if target is S.DENIED and not (is_requester or principal.roles & policy.REVIEWER_ROLES):
         raise refuse(
-            refusal(R.NOT_PERMITTED, "Only a reviewer or the requester denies.", field="to")
+            _refusal(R.NOT_PERMITTED, "Only a reviewer or the requester denies.", field="to")
         )
     if target is S.CLOSED and not (
         is_requester
@@ -646,7 +646,7 @@ def inspection_transition(
         or principal.roles & CLOSER_ROLES
     ):
         raise refuse(
-            refusal(
+            _refusal(
                 R.NOT_PERMITTED, "Only the people on the grant or an admin close it.", field="to"
             )
         )
@@ -799,7 +799,7 @@ def _grant(
     )
     if result.refusal is not None:
         raise refuse(
-            refusal(
+            _refusal(
                 result.refusal,
                 _GATE_WORDS.get(result.refusal, "The inspection policy refuses this grant."),
                 field=_GATE_FIELDS.get(result.refusal, "to"),
@@ -870,7 +870,7 @@ def _grant(
             )
     except _SpentMeanwhile:
         raise refuse(
-            refusal(
+            _refusal(
                 R.NO_LEGITIMATE_INTEREST,
                 _GATE_WORDS[R.NO_LEGITIMATE_INTEREST],
                 field="incidentReference",
@@ -925,7 +925,7 @@ def inspection_read_snapshot(
         raise _refuse(
             principal,
             name,
-            refusal(R.NOT_PERMITTED, "Only the operator who asked reads the snapshot."),
+            _refusal(R.NOT_PERMITTED, "Only the operator who asked reads the snapshot."),
             member=member,
             subject_ids=subject,
         )
@@ -933,7 +933,7 @@ def inspection_read_snapshot(
         raise _refuse(
             principal,
             name,
-            refusal(
+            _refusal(
                 R.GRANT_EXPIRED if inspection.state == S.CLOSED else R.NOT_PERMITTED,
                 "There is no grant to read: the inspection is " + inspection.state + ".",
             ),
@@ -945,7 +945,7 @@ def inspection_read_snapshot(
         raise _refuse(
             principal,
             name,
-            refusal(R.GRANT_EXPIRED, "The grant has expired."),
+            _refusal(R.GRANT_EXPIRED, "The grant has expired."),
             member=member,
             subject_ids=subject,
         )
@@ -968,7 +968,7 @@ def inspection_replay(
         raise _refuse(
             principal,
             name,
-            refusal(R.NOT_PERMITTED, "The inspection was never granted: nothing to replay."),
+            _refusal(R.NOT_PERMITTED, "The inspection was never granted: nothing to replay."),
             member=inspection.member,
             subject_ids=subject,
         )
@@ -976,7 +976,7 @@ def inspection_replay(
         raise _refuse(
             principal,
             name,
-            refusal(R.NOT_PERMITTED, "Only an auditor of the tenant replays a snapshot."),
+            _refusal(R.NOT_PERMITTED, "Only an auditor of the tenant replays a snapshot."),
             member=inspection.member,
             subject_ids=subject,
         )
@@ -1060,7 +1060,7 @@ def incident_reference_issue(
         raise _refuse(
             principal,
             name,
-            refusal(R.NOT_PERMITTED, "Only trust and safety issues incident references."),
+            _refusal(R.NOT_PERMITTED, "Only trust and safety issues incident references."),
             member=member,
         )
     decided = _allow(
@@ -1112,7 +1112,7 @@ def inspection_policy_set(
         if principal.tenant_id != tenant.id:
             raise NotFound("No such tenant.")
         if Role.ADMIN.value not in principal.roles:
-            raise _refuse(principal, name, refusal(R.NOT_PERMITTED, "Only an admin sets this."))
+            raise _refuse(principal, name, _refusal(R.NOT_PERMITTED, "Only an admin sets this."))
     values: dict[str, int] = {}
     for field, value in (("grantHours", grant_hours), ("pendingHours", pending_hours)):
         if value is None:
