@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.core.mail import EmailMessage
@@ -39,44 +40,48 @@ def expire_grants(*, tenant: Tenant, now: datetime | None = None, batch: int = 2
     read queues the member's notice as any close does. Safe to run twice: a closed
     inspection is no longer granted."""
     now = now or timezone.now()
-    system = Principal.system(tenant_id=tenant.id)
-    ids = list(
-        Inspection.objects.filter(
-            tenant_id=tenant.id, state=S.GRANTED, expires_at__lte=now
-        ).values_list("id", flat=True)[:batch]
+    return _sweep(
+        tenant,
+        name="inspection.expire_grant",
+        waiting=[S.GRANTED.value],
+        due=Q(expires_at__lte=now),
+        move=lambda system, row: _close(system, row, now=now, reason_code="grant-expired"),
+        batch=batch,
     )
-    done = 0
-    for inspection_id in ids:
-        inspection = Inspection.objects.select_related("member").get(
-            tenant_id=tenant.id, id=inspection_id
-        )
-        decided = _allow(
-            system,
-            "inspection.expire_grant",
-            member=inspection.member,
-            tenant_id=tenant.id,
-            subject_ids=(str(inspection_id),),
-        )
-        with transaction.atomic(durable=True):
-            record_pending(decided)
-            inspection = _locked(inspection_id, tenant.id)
-            if inspection.state != S.GRANTED:
-                continue
-            _close(system, inspection, now=now, reason_code="grant-expired")
-            done += 1
-    return done
 
 
 def expire_pending(*, tenant: Tenant, now: datetime | None = None, batch: int = 200) -> int:
     """Deny this tenant's requests that waited past their pending window for a reviewer
     (reason `request-expired`). Safe to run twice."""
     now = now or timezone.now()
+    return _sweep(
+        tenant,
+        name="inspection.expire_request",
+        waiting=[p.value for p in PATHS],
+        due=Q(pending_until__lte=now),
+        move=lambda system, row: _append(
+            system, row, S.DENIED, now=now, reason_code="request-expired"
+        ),
+        batch=batch,
+    )
+
+
+def _sweep(
+    tenant: Tenant,
+    *,
+    name: str,
+    waiting: list[str],
+    due: Q,
+    move: Callable[[Principal, Inspection], None],
+    batch: int,
+) -> int:
+    """Move a batch of the tenant's inspections in `waiting` that are `due`, each governed
+    as Iris itself and in its own transaction, skipping any that moved meanwhile."""
     system = Principal.system(tenant_id=tenant.id)
-    waiting = [p.value for p in PATHS]
     ids = list(
-        Inspection.objects.filter(
-            tenant_id=tenant.id, state__in=waiting, pending_until__lte=now
-        ).values_list("id", flat=True)[:batch]
+        Inspection.objects.filter(due, tenant_id=tenant.id, state__in=waiting).values_list(
+            "id", flat=True
+        )[:batch]
     )
     done = 0
     for inspection_id in ids:
@@ -85,7 +90,7 @@ def expire_pending(*, tenant: Tenant, now: datetime | None = None, batch: int = 
         )
         decided = _allow(
             system,
-            "inspection.expire_request",
+            name,
             member=inspection.member,
             tenant_id=tenant.id,
             subject_ids=(str(inspection_id),),
@@ -95,7 +100,7 @@ def expire_pending(*, tenant: Tenant, now: datetime | None = None, batch: int = 
             inspection = _locked(inspection_id, tenant.id)
             if inspection.state not in waiting:
                 continue
-            _append(system, inspection, S.DENIED, now=now, reason_code="request-expired")
+            move(system, inspection)
             done += 1
     return done
 

@@ -16,7 +16,7 @@ from inspection.models import InspectionPolicy, SnapshotRead
 from memory.services import Correction, memory_correct, memory_forget, memory_hard_delete
 from tests.factories import NOW, as_member, as_system, written
 from tests.factories import mention as person
-from tests.inspection.conftest import as_operator, consent_snapshot, move, request
+from tests.inspection.conftest import as_operator, move, request
 
 pytestmark = pytest.mark.django_db
 
