@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -47,7 +47,7 @@ def _operator(request: Request) -> Principal:
     return principal
 
 
-class TrailStepOutput(serializers.Serializer):
+class InspectionTrailStepOutput(serializers.Serializer):
     fromState = serializers.CharField(source="from_state", allow_blank=True)
     toState = serializers.CharField(source="to_state")
     occurredAt = serializers.DateTimeField(source="occurred_at")
@@ -80,8 +80,9 @@ class InspectionOutput(serializers.Serializer):
     finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
     carveOut = serializers.BooleanField(source="carve_out")
     entryCount = serializers.IntegerField(source="entry_count")
-    trail = TrailStepOutput(many=True, source="ordered_trail")
+    trail = InspectionTrailStepOutput(many=True, source="ordered_trail")
 
+    @extend_schema_field(OpenApiTypes.OBJECT)
     def get_scope(self, row: Inspection) -> dict[str, Any]:
         return {"kind": row.scope_kind, **row.scope_identifiers}
 
@@ -94,17 +95,21 @@ def inspection_out(row: Inspection) -> dict[str, Any]:
 class InspectionListApi(APIView):
     """The tenant's inspections, newest first; `open=true` for those still open."""
 
-    class ListQuery(serializers.Serializer):
+    class InspectionListQuery(serializers.Serializer):
         state = EnumField(tuple(InspectionState), required=False)
         open = serializers.BooleanField(required=False, default=False)
 
-    class ListOutput(serializers.Serializer):
+    class InspectionListOutput(serializers.Serializer):
         results = InspectionOutput(many=True)
 
-    @extend_schema(parameters=[ListQuery], responses=ListOutput)
+    @extend_schema(
+        operation_id="inspections_list",
+        parameters=[InspectionListQuery],
+        responses=InspectionListOutput,
+    )
     def get(self, request: Request) -> Response:
         principal = _operator(request)
-        query = self.ListQuery(data=request.query_params)
+        query = self.InspectionListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         rows = selectors.inspections_for(
             principal,
@@ -119,7 +124,7 @@ class InspectionRequestApi(APIView):
     inspection cites the member's current consent snapshot; an incident escalation cites
     its signed incident reference."""
 
-    class RequestInput(StrictInput, serializers.Serializer):
+    class InspectionRequestInput(StrictInput, serializers.Serializer):
         userId = serializers.UUIDField()
         path = EnumField(tuple(p.value for p in sorted(PATHS)))
         justification = serializers.CharField(
@@ -132,14 +137,15 @@ class InspectionRequestApi(APIView):
         consentSnapshotId = serializers.UUIDField(required=False)
 
     @extend_schema(
-        request=RequestInput,
+        operation_id="inspections_request",
+        request=InspectionRequestInput,
         parameters=[IDEMPOTENCY_HEADER],
         responses={201: InspectionOutput},
     )
     @idempotent
     def post(self, request: Request) -> Response:
         principal = _operator(request)
-        data_in = self.RequestInput(data=request.data)
+        data_in = self.InspectionRequestInput(data=request.data)
         data_in.is_valid(raise_exception=True)
         data = data_in.validated_data
         member = selectors.member_of_tenant(principal, data["userId"])
@@ -166,7 +172,7 @@ class InspectionsApi(InspectionListApi, InspectionRequestApi):
 
 
 class InspectionDetailApi(APIView):
-    @extend_schema(responses=InspectionOutput)
+    @extend_schema(operation_id="inspections_get", responses=InspectionOutput)
     def get(self, request: Request, inspection_id: uuid.UUID) -> Response:
         row = selectors.inspection_get(_operator(request), inspection_id)
         return Response(inspection_out(row))
@@ -177,7 +183,7 @@ class InspectionTransitionApi(APIView):
     the requester may withdraw with `denied`), `closed` (with `carveOut` only by trust and
     safety on an incident escalation)."""
 
-    class TransitionInput(StrictInput, serializers.Serializer):
+    class InspectionTransitionInput(StrictInput, serializers.Serializer):
         to = EnumField(tuple(InspectionState))
         reasonCode = serializers.RegexField(REASON_CODE, required=False, max_length=64)
         incidentReference = serializers.RegexField(INCIDENT_REFERENCE, required=False)
@@ -185,14 +191,15 @@ class InspectionTransitionApi(APIView):
         carveOut = serializers.BooleanField(required=False, default=False)
 
     @extend_schema(
-        request=TransitionInput,
+        operation_id="inspections_transition",
+        request=InspectionTransitionInput,
         parameters=[IDEMPOTENCY_HEADER],
         responses={200: InspectionOutput},
     )
     @idempotent
     def post(self, request: Request, inspection_id: uuid.UUID) -> Response:
         principal = _operator(request)
-        data_in = self.TransitionInput(data=request.data)
+        data_in = self.InspectionTransitionInput(data=request.data)
         data_in.is_valid(raise_exception=True)
         data = data_in.validated_data
         row = services.inspection_transition(
@@ -207,7 +214,7 @@ class InspectionTransitionApi(APIView):
         return Response(inspection_out(row))
 
 
-class SnapshotItemOutput(serializers.Serializer):
+class InspectionSnapshotItemOutput(serializers.Serializer):
     entryId = serializers.UUIDField()
     revisionId = serializers.UUIDField()
     category = serializers.CharField()
@@ -222,12 +229,12 @@ class SnapshotItemOutput(serializers.Serializer):
     updatedAt = serializers.CharField(required=False)
 
 
-class SnapshotOutput(serializers.Serializer):
+class InspectionSnapshotOutput(serializers.Serializer):
     inspectionId = serializers.UUIDField()
     path = serializers.CharField()
     grantedAt = serializers.DateTimeField(allow_null=True)
     expiresAt = serializers.DateTimeField(allow_null=True)
-    items = SnapshotItemOutput(many=True)
+    items = InspectionSnapshotItemOutput(many=True)
 
 
 def snapshot_out(view: SnapshotView) -> dict[str, Any]:
@@ -243,7 +250,7 @@ def snapshot_out(view: SnapshotView) -> dict[str, Any]:
 class InspectionSnapshotApi(APIView):
     """The granted snapshot, for the operator who asked, while the grant lasts."""
 
-    @extend_schema(responses=SnapshotOutput)
+    @extend_schema(operation_id="inspections_snapshot", responses=InspectionSnapshotOutput)
     def get(self, request: Request, inspection_id: uuid.UUID) -> Response:
         view = services.inspection_read_snapshot(
             principal=_operator(request), inspection_id=inspection_id
@@ -254,7 +261,7 @@ class InspectionSnapshotApi(APIView):
 class InspectionReplayApi(APIView):
     """The granted snapshot as it was seen, for an auditor of the tenant."""
 
-    @extend_schema(responses=SnapshotOutput)
+    @extend_schema(operation_id="inspections_replay", responses=InspectionSnapshotOutput)
     def get(self, request: Request, inspection_id: uuid.UUID) -> Response:
         view = services.inspection_replay(principal=_operator(request), inspection_id=inspection_id)
         return Response(snapshot_out(view))
