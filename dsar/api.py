@@ -26,6 +26,8 @@ from governance.idempotency import idempotent
 from governance.models import User
 from governance.principal import Principal, principal_of
 
+TAG = "data-rights"
+
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
     OpenApiTypes.STR,
@@ -88,7 +90,12 @@ class DataRightsListApi(APIView):
     class DataRightsListOutput(serializers.Serializer):
         results = DataRightsRequestOutput(many=True)
 
-    @extend_schema(parameters=[DataRightsListQuery], responses=DataRightsListOutput)
+    @extend_schema(
+        tags=[TAG],
+        operation_id="data_rights_list",
+        parameters=[DataRightsListQuery],
+        responses=DataRightsListOutput,
+    )
     def get(self, request: Request) -> Response:
         query = self.DataRightsListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -107,6 +114,8 @@ class DataRightsOpenApi(APIView):
         payload = serializers.JSONField(required=False)
 
     @extend_schema(
+        tags=[TAG],
+        operation_id="data_rights_file",
         request=DataRightsOpenInput,
         parameters=[IDEMPOTENCY_HEADER],
         responses={201: DataRightsRequestOutput},
@@ -131,7 +140,12 @@ class DataRightsDetailApi(APIView):
     class DetailQuery(serializers.Serializer):
         userId = serializers.UUIDField(required=False)
 
-    @extend_schema(parameters=[DetailQuery], responses=DataRightsRequestOutput)
+    @extend_schema(
+        tags=[TAG],
+        operation_id="data_rights_get",
+        parameters=[DetailQuery],
+        responses=DataRightsRequestOutput,
+    )
     def get(self, request: Request, request_id: uuid.UUID) -> Response:
         principal, member = _caller(request, request.query_params.get("userId"))
         row = services._visible(principal, member, request_id)
@@ -151,6 +165,8 @@ class DataRightsTransitionApi(APIView):
         reasonCode = serializers.CharField(required=False, max_length=64)
 
     @extend_schema(
+        tags=[TAG],
+        operation_id="data_rights_transition",
         request=TransitionInput,
         parameters=[IDEMPOTENCY_HEADER],
         responses={200: DataRightsRequestOutput},
@@ -192,7 +208,12 @@ class DataRightsCodeApi(APIView):
         sent = serializers.BooleanField()
         expiresAt = serializers.DateTimeField()
 
-    @extend_schema(request=CodeInput, responses={202: CodeOutput})
+    @extend_schema(
+        tags=[TAG],
+        operation_id="data_rights_send_code",
+        request=CodeInput,
+        responses={202: CodeOutput},
+    )
     def post(self, request: Request, request_id: uuid.UUID) -> Response:
         data_in = self.CodeInput(data=request.data)
         data_in.is_valid(raise_exception=True)
@@ -212,7 +233,12 @@ class DataRightsExtendApi(APIView):
     class ExtendInput(StrictInput, serializers.Serializer):
         reason = serializers.CharField(max_length=500)
 
-    @extend_schema(request=ExtendInput, responses={200: DataRightsRequestOutput})
+    @extend_schema(
+        tags=[TAG],
+        operation_id="data_rights_extend",
+        request=ExtendInput,
+        responses={200: DataRightsRequestOutput},
+    )
     def post(self, request: Request, request_id: uuid.UUID) -> Response:
         data_in = self.ExtendInput(data=request.data)
         data_in.is_valid(raise_exception=True)

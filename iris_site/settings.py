@@ -188,6 +188,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Choice sets that share a field name across components get names of their own.
+    "ENUM_NAME_OVERRIDES": {
+        "ProvenanceKindEnum": "iris_site.schema_enums.provenance_kinds",
+        "DataRightsKindEnum": "iris_site.schema_enums.data_rights_kinds",
+    },
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("IRIS_MAX_BODY_BYTES", 256 * 1024)
 

@@ -1,0 +1,16 @@
+"""Choice sets that share a field name across API components, named once for the schema
+(drf-spectacular's ENUM_NAME_OVERRIDES matches a field by its values and labels, which
+are the values themselves in Iris's serializers)."""
+
+from __future__ import annotations
+
+from dsar.enums import RequestKind
+from memory.enums import ProvenanceKind
+
+
+def provenance_kinds() -> list[str]:
+    return [k.value for k in ProvenanceKind]
+
+
+def data_rights_kinds() -> list[str]:
+    return [k.value for k in RequestKind]
