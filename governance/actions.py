@@ -1,11 +1,14 @@
 """Every audit action Iris records, named once.
 
 An action is `iris.<area>.<thing>.<outcome>`: the area is the part of Iris that acts
-(`account`, `consent`, `dsar`, `governance`, `memory`, `vault`), the thing is what it acted on,
-and the outcome is a past-tense verb, with a word before it where the verb alone would
-not say what happened (`enrolment_started`, `scope_changed`, `retention_review_flagged`).
-The kernel's decision events are the one exception: they end in the verdict itself
-(`allow`, `deny`, `ask`), which every reader of the chain filters on.
+(`account`, `admin_inspection`, `consent`, `dsar`, `governance`, `memory`, `vault`), the
+thing is what it acted on, and the outcome is a past-tense verb, with a word before it
+where the verb alone would not say what happened (`enrolment_started`, `scope_changed`,
+`retention_review_flagged`). Two exceptions, both names other systems filter on: the
+kernel's decision events end in the verdict itself (`allow`, `deny`, `ask`), and the
+inspection state machine's event is the spec's canonical `iris.admin_inspection.transition`
+(three parts, ending in a noun; the audit platform's consumers match it exactly, and the
+move it records is in its payload: `from`, `to`).
 
 The governance kernel holds the whole list, apps included: the names are plain strings,
 so governance imports no app to know them, and one file is where a reader finds them.
@@ -255,6 +258,36 @@ class AuditAction(StrEnum):
     DSAR_JURISDICTION_SET = (
         "iris.dsar.jurisdiction.set",
         "a tenant's data-rights jurisdiction (GDPR or CCPA) was set",
+    )
+
+    # Operator inspection (inspection): the spec's canonical name first (see above).
+    ADMIN_INSPECTION_TRANSITION = (
+        "iris.admin_inspection.transition",
+        "an operator inspection moved along its state machine (or was requested)",
+    )
+    ADMIN_INSPECTION_SNAPSHOT_VIEWED = (
+        "iris.admin_inspection.snapshot.viewed",
+        "an operator read the memory snapshot an inspection granted",
+    )
+    ADMIN_INSPECTION_SNAPSHOT_REPLAYED = (
+        "iris.admin_inspection.snapshot.replayed",
+        "an auditor reconstructed a granted snapshot as it was seen",
+    )
+    ADMIN_INSPECTION_NOTICE_QUEUED = (
+        "iris.admin_inspection.notice.queued",
+        "a sensitive read was closed and the member is owed a notice within 72 hours",
+    )
+    ADMIN_INSPECTION_NOTICE_DELIVERED = (
+        "iris.admin_inspection.notice.delivered",
+        "the member was told that an operator read their memory",
+    )
+    ADMIN_INSPECTION_INCIDENT_REFERENCE_ISSUED = (
+        "iris.admin_inspection.incident_reference.issued",
+        "trust and safety issued a signed, single-use incident reference for a member",
+    )
+    ADMIN_INSPECTION_POLICY_SET = (
+        "iris.admin_inspection.policy.set",
+        "a tenant's inspection time boxes (grant and pending hours) were set",
     )
 
 

@@ -53,4 +53,17 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "dsar.tasks.purge_soft_deletions",
         "schedule": crontab(minute="*/15"),
     },
+    # Inspection jobs (inspection/tasks.py): time boxes and the members' notices.
+    "inspection-expire-grants": {
+        "task": "inspection.tasks.expire_grants",
+        "schedule": crontab(minute="*/5"),
+    },
+    "inspection-expire-pending": {
+        "task": "inspection.tasks.expire_pending",
+        "schedule": crontab(minute=19),
+    },
+    "inspection-deliver-notices": {
+        "task": "inspection.tasks.deliver_notices",
+        "schedule": crontab(minute="*/10"),
+    },
 }

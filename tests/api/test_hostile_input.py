@@ -43,6 +43,8 @@ class Op:
     url: Callable[[World], str]
     body: Callable[[World], dict[str, Any]]
     by_member: bool = False
+    # Sent by an operator of the member's tenant (support) instead of the surface.
+    by_operator: bool = False
 
     @property
     def in_query(self) -> bool:
@@ -232,6 +234,45 @@ OPS = [
         lambda w: {"reason": "Archive restore"},
     ),
     Op(
+        "inspection-request",
+        "post",
+        lambda w: "/api/v1/inspections",
+        lambda w: {
+            "userId": w.user_id,
+            "path": "routine-review",
+            "justification": "The member reported a wrong reminder.",
+            "scope": {"kind": "profile", "userId": w.user_id},
+            "sensitivity": "standard",
+            "reasonCode": "reminder-bug",
+            "consentSnapshotId": SOME_ID,
+        },
+        by_operator=True,
+    ),
+    Op(
+        "inspection-request-incident",
+        "post",
+        lambda w: "/api/v1/inspections",
+        lambda w: {
+            "userId": w.user_id,
+            "path": "incident-escalation",
+            "justification": "Threat report 4411.",
+            "incidentReference": (f"iris-inc1.{'a' * 32}.4102444800.{'b' * 16}.{'c' * 64}"),
+        },
+        by_operator=True,
+    ),
+    Op(
+        "inspection-transition",
+        "post",
+        lambda w: f"/api/v1/inspections/{SOME_ID}/transition",
+        lambda w: {
+            "to": "granted",
+            "reasonCode": "looks-fine",
+            "consentSnapshotId": SOME_ID,
+            "carveOut": False,
+        },
+        by_operator=True,
+    ),
+    Op(
         "approval-decide",
         "post",
         lambda w: f"/api/v1/approvals/{SOME_ID}/decide",
@@ -378,6 +419,8 @@ def spoils(draw: st.DrawFn, base: dict[str, Any], in_query: bool) -> Spoil:
 
 
 def _request(client: APIClient, op: Op, w: World, spoil: Spoil, key: str, depth: int):
+    if op.by_operator:
+        client = client.operator
     body = op.body(w)
     if spoil.new_key is not None:
         _get(body, spoil.path)[spoil.new_key] = spoil.value
@@ -399,11 +442,17 @@ def _open_reservations() -> int:
 
 
 @pytest.fixture
-def clients(surface_token, member):
+def clients(surface_token, member, make_operator):
     surface = APIClient(raise_request_exception=False)
     surface.credentials(HTTP_AUTHORIZATION=f"Bearer {surface_token}")
     own = APIClient(raise_request_exception=False)
     own.force_login(member)
+    operator = APIClient(raise_request_exception=False)
+    operator.force_login(make_operator("support"))
+    # Operator routes are sent by this client (`_request` picks it for `by_operator`).
+    # It rides on the surface client so that the test function's source, and with it
+    # Hypothesis's derandomised examples for the other operations, stay as they were.
+    surface.operator = operator
     return surface, own
 
 
@@ -462,6 +511,8 @@ def test_every_operation_is_in_the_list() -> None:
         "api-data-rights-code",
         "api-data-rights-extend",
         "api-data-rights-undo",
+        "api-inspections",
+        "api-inspection-transition",
     }
     read_only = {
         "api-health",
@@ -471,6 +522,9 @@ def test_every_operation_is_in_the_list() -> None:
         "api-data-rights-detail",
         "api-data-rights-bundle",
         "api-data-rights-signing-key",
+        "api-inspection-detail",
+        "api-inspection-snapshot",
+        "api-inspection-replay",
     }
     api = {n for n in names if n.startswith("api-") and n not in {"api-schema", "api-docs"}}
     assert api <= covered | read_only, api - covered - read_only

@@ -46,6 +46,7 @@ SERVICE_MODULES = (
     "dsar.deletion",
     "dsar.access",
     "inspection.services",
+    "inspection.jobs",
 )
 
 
