@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from governance.acting import acting_for, user_id_in
 from governance.fields import EnumField, IdentifierField, SharedFieldsInput, StrictInput
 from memory.api import _valid
-from memory.enums import RecallSurface, ScopeKind
+from memory.enums import SCOPE_IDENTIFIERS, RecallSurface, ScopeKind
 from memory.recall import pipeline as recall
 from memory.recall import service as recall_service
 from memory.serializers import MemoryEntryOut, ProvenanceLinkOut
@@ -46,6 +46,12 @@ class RecallIn(StrictInput, SharedFieldsInput, serializers.Serializer):
         kind = value.get("kind")
         if kind not in {k.value for k in ScopeKind}:
             raise serializers.ValidationError("scope.kind must be a scope kind.")
+        # A misspelt identifier must not be dropped silently: the scope would widen.
+        names = SCOPE_IDENTIFIERS[ScopeKind(kind)]
+        if set(value) - {"kind", *names}:
+            raise serializers.ValidationError(
+                f"A {kind} scope names only kind and {', '.join(names)}.", code="unknown-field"
+            )
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -129,7 +129,9 @@ def snapshot_text() -> str:
     parts: list[str] = []
     for snap in recall_snapshot._CACHE.values():
         parts.extend(snap.codes.names)
-        parts.extend(" ".join(w) for w in snap.words if w)
+        parts.extend(snap._index[2])  # the words of the rows of the last build
+        parts.extend(" ".join(w) for w in snap._added.values())
+        parts.extend(snap._appended)
         parts.extend(snap.postings)
     return "\n".join(parts)
 

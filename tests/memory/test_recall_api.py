@@ -247,6 +247,8 @@ def test_the_admin_surface_is_403(surface_api, member, remembered) -> None:
         ({"scope": {"kind": "session"}}, "scope"),
         ({"scope": {"kind": "profile", "userId": "00000000-0000-0000-0000-000000000000"}}, "scope"),
         ({"scope": None, "scopeKey": "profile"}, "scopeKey"),
+        ({"scope": {"kind": "profile", "colour": "blue"}}, "scope"),
+        ({"scope": {"kind": "profile", "sessionId": "s1"}}, "scope"),
         ({"query": None}, "query"),
         ({"runId": "not-a-uuid"}, "runId"),
     ],
