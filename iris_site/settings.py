@@ -38,6 +38,7 @@ if not DEBUG and not ALLOWED_HOSTS:
     raise SettingsError("ALLOWED_HOSTS must be set when DEBUG is off (see .env.example)")
 
 INSTALLED_APPS = [
+    "governance.admin_site.IrisAdminConfig",  # django.contrib.admin, superusers, read-only
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
