@@ -33,6 +33,7 @@ from consent.models import ConsentEvent
 from consent.selectors import body_of, consent_overview
 from dsar.models import DataRightsRequest
 from dsar.payloads import exported_scopes
+from governance import member_data
 from governance.models import User
 from memory.continuity.models import ContinuationToken
 from memory.enums import ScopeKind
@@ -347,6 +348,22 @@ CONTINUATION_TOKENS = Section(
 )
 
 
+def operator_accesses(subject: Subject) -> Iterator[dict[str, Any]]:
+    """Every time an operator was granted a look at the member's memory (inspection's
+    access log, through `governance.member_data`)."""
+    return member_data.records("operator-accesses", subject.member)
+
+
+OPERATOR_ACCESSES = Section(
+    "operator-accesses",
+    "operator-accesses.jsonl",
+    "When an operator looked at your memory",
+    True,
+    operator_accesses,
+    ("role", "grantedAt", "closedAt", "path", "reasonCode", "noticeStatus"),
+)
+
+
 def plan(payload: Mapping[str, Any]) -> list[Section]:
     """The sections an export (or access) payload selects, in bundle order."""
     scopes = exported_scopes(payload)
@@ -358,7 +375,7 @@ def plan(payload: Mapping[str, Any]) -> list[Section]:
     sections.append(MEMORIES)
     if POSE in scopes:
         sections.append(POSE_AGGREGATES)
-    sections += [RECALL_LOG, CONTINUATION_TOKENS]
+    sections += [RECALL_LOG, CONTINUATION_TOKENS, OPERATOR_ACCESSES]
     return sections
 
 

@@ -208,6 +208,20 @@ REPORT_SECTIONS: dict[str, str] = {
     "pose-aggregates": "Pose totals",
     "recall-log": "When the assistant recalled your memories",
     "continuation-tokens": "Conversations carried between your devices",
+    "operator-accesses": "When someone at the company looked at your memory",
+}
+
+ACCESS_PATH_LABELS: dict[str, str] = {
+    "dsar-fulfillment": "To answer one of your data requests",
+    "incident-escalation": "To look into a safety incident",
+    "routine-review": "A routine support review",
+}
+
+NOTICE_LABELS: dict[str, str] = {
+    "queued": "We will tell you by email",
+    "sending": "We will tell you by email",
+    "delivered": "We told you by email",
+    "not-required": "No notice needed (nothing sensitive was seen)",
 }
 
 LIFECYCLE_LABELS: dict[str, str] = {
@@ -248,6 +262,8 @@ _REPORT_VALUES: dict[str, tuple[dict[str, str], ...]] = {
     "legalBasis": (LEGAL_BASIS_LABELS,),
     "reasonCode": (METHOD_LABELS, STEP_REASONS),
     "jurisdiction": ({"gdpr": "GDPR", "ccpa": "CCPA"},),
+    "path": (ACCESS_PATH_LABELS,),
+    "noticeStatus": (NOTICE_LABELS,),
 }
 
 

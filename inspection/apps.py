@@ -20,3 +20,9 @@ class InspectionConfig(AppConfig):
 
         if not any(c.name == InspectionGateCheck.name for c in registered_checks()):
             register(InspectionGateCheck())
+
+        # The member's export and access report carry the access log (dsar.collect).
+        from governance import member_data
+        from inspection.selectors import member_access_records
+
+        member_data.register("operator-accesses", member_access_records)

@@ -10,6 +10,7 @@ tenant's.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -290,3 +291,23 @@ def member_access_log(*, member: User) -> list[AccessLogLine]:
             )
         )
     return lines
+
+
+def member_access_records(member: User) -> Iterator[dict[str, Any]]:
+    """The access log as plain records, for the member's export and access report
+    (registered with `governance.member_data` as "operator-accesses")."""
+    for line in member_access_log(member=member):
+        yield {
+            "inspectionId": line.inspection_id,
+            "role": line.role,
+            "grantedAt": line.granted_at.isoformat(),
+            "closedAt": line.closed_at.isoformat() if line.closed_at else None,
+            "path": line.path,
+            "reasonCode": line.reason_code,
+            "categories": list(line.categories),
+            "noticeStatus": line.notice_status,
+            "noticeDueAt": line.notice_due_at.isoformat() if line.notice_due_at else None,
+            "noticeDeliveredAt": (
+                line.notice_delivered_at.isoformat() if line.notice_delivered_at else None
+            ),
+        }

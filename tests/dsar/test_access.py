@@ -128,7 +128,9 @@ def test_the_report_has_every_section_and_pose_as_counts(lived_in):
         "pose-aggregates",
         "recall-log",
         "continuation-tokens",
+        "operator-accesses",
     }
+    assert sections["operator-accesses"] == []  # nobody looked
     assert sorted(m["body"] for m in sections["memories"]) == sorted(BODIES)
     assert sections["pose-aggregates"]["biometricAggregateOnly"] is True
     assert sections["pose-aggregates"]["counts"][0]["entries"] == 1

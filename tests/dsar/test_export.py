@@ -77,6 +77,7 @@ def test_export_round_trip_is_signed_and_matches_the_database(remembered):
         "memories.jsonl",
         "recall-log.jsonl",
         "continuation-tokens.jsonl",
+        "operator-accesses.jsonl",
         "index.html",
         "manifest.json",
         "manifest.sig",

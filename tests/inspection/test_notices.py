@@ -198,3 +198,19 @@ def test_an_expired_sensitive_grant_queues_its_notice_too(ops, remembered, tenan
     jobs.expire_grants(tenant=tenant, now=NOW + timedelta(hours=5))
     notice = InspectionNotice.objects.get()
     assert notice.due_at == NOW + timedelta(hours=5 + 72)
+
+
+def test_the_members_access_report_and_export_carry_the_access_log(ops, remembered):
+    from dsar import access
+
+    member, _ = remembered
+    looked = request(ops["support"], member, reason_code="reminder-bug", now=NOW)
+    move(ops["admin"], looked, "granted", now=NOW + timedelta(minutes=1))
+    (line,) = access.access_report(member=member)["sections"]["operator-accesses"]
+    assert (line["inspectionId"], line["role"], line["path"], line["reasonCode"]) == (
+        str(looked.id),
+        "support",
+        "routine-review",
+        "reminder-bug",
+    )
+    assert line["categories"] == ["fact", "preference"]
