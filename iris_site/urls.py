@@ -25,6 +25,7 @@ urlpatterns = [
     path("memory/", include("memory.urls")),
     path("approvals/", include("governance.urls_approvals")),
     path("data-rights/", include("dsar.urls")),
+    path("inspections/", include("inspection.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
