@@ -76,9 +76,9 @@ ACTOR_LABELS: dict[str, str] = {"operator": "Staff", "system": "Iris", "job": "I
 
 # Why a reviewer denies: a fixed list, so the requester reads a sentence.
 DENY_REASONS: dict[str, str] = {
-    "not-justified": "The justification does not explain why the memory must be seen.",
-    "not-necessary": "The question can be answered without looking at the memory.",
-    "wrong-path": "The request needs another path or another role.",
+    "not-justified": "Not justified enough",
+    "not-necessary": "Answerable without looking",
+    "wrong-path": "Needs another path or role",
     "withdrawn": "Withdrawn by the requester.",
 }
 
