@@ -114,6 +114,7 @@ def test_request_grant_view_close_and_the_member_is_told(
     shot(mine, "inspection-closed")
     inspection.refresh_from_db()
     assert inspection.state == "closed" and inspection.sensitive_read
+    assert inspection.requester == requester and inspection.reviewer == reviewer
 
     # The member sees the access, the notice still owed.
     member = new_page()
