@@ -247,6 +247,7 @@ def _detail_page(
     roles = principal.roles
     waiting = row.state in PATH_VALUES
     granted = row.state == S.GRANTED
+    can_review = waiting and not is_requester and bool(roles & policy.REVIEWER_ROLES)
     steps = [
         Step(
             position=t.position,
@@ -270,12 +271,12 @@ def _detail_page(
         "item": _row(row, user),
         "steps": steps,
         "is_requester": is_requester,
+        "waiting": waiting,
         "reviewer_roles": wording.roles(row.reviewer_roles) if row.reviewer_id else "",
         "member_categories": wording.topics(row.categories),
         # A form that came back with errors stays on the page, so its errors are read.
-        "can_review": (waiting and not is_requester and bool(roles & policy.REVIEWER_ROLES))
-        or "grant" in bound
-        or "deny" in bound,
+        "can_grant": can_review or "grant" in bound,
+        "can_deny": can_review or "deny" in bound,
         "can_withdraw": waiting and is_requester,
         "can_view": granted
         and is_requester
@@ -287,7 +288,8 @@ def _detail_page(
         "forms": forms,
     }
     if not (
-        context["can_review"]
+        context["can_grant"]
+        or context["can_deny"]
         or context["can_withdraw"]
         or context["can_view"]
         or context["can_close"]
@@ -506,10 +508,6 @@ def audit(request: HttpRequest, user: User, principal: Principal) -> HttpRespons
             "reason": brk.reason if brk is not None and brk.chain == chain else "",
         }
         request.session[AUDIT_SESSION_KEY] = result
-        if report.ok:
-            messages.success(request, "The audit chain verifies.")
-        else:
-            messages.error(request, "The audit chain does not verify.")
         return _see_other(reverse("inspection:audit"))
     last: dict[str, Any] | None = request.session.get(AUDIT_SESSION_KEY)
     checked_at = datetime.fromisoformat(last["at"]) if last else None
