@@ -7,7 +7,7 @@ from __future__ import annotations
 from django import forms
 
 from governance.errors import IrisError
-from inspection import wording
+from inspection import incidents, wording
 from inspection.enums import PATHS, Sensitivity
 from inspection.models import JUSTIFICATION_MAX
 
@@ -30,6 +30,7 @@ GRANT_FIELDS = {
 }
 DENY_FIELDS = {"reasonCode": "reason"}
 CLOSE_FIELDS = {"carveOut": "carve_out"}
+ISSUE_FIELDS = {"hours": "hours", "member": "member"}
 
 PATH_ORDER = ("routine-review", "dsar-fulfillment", "incident-escalation")
 assert set(PATH_ORDER) == {p.value for p in PATHS}
@@ -115,4 +116,20 @@ class CloseForm(forms.Form):
         label="Do not tell the member: an investigation is active",
         help_text="Trust and safety only, for an incident escalation. Recorded in the audit chain.",
         required=False,
+    )
+
+
+class IssueReferenceForm(forms.Form):
+    member = forms.CharField(
+        label="Member",
+        help_text="Their username, or their member id.",
+        max_length=150,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+    hours = forms.IntegerField(
+        label="Valid for (hours)",
+        help_text=f"At most {incidents.MAX_TTL_HOURS}. The reference is good for one grant.",
+        min_value=1,
+        max_value=incidents.MAX_TTL_HOURS,
+        initial=incidents.DEFAULT_TTL_HOURS,
     )

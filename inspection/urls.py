@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("request/", views.request_access, name="request"),
     path("audit/", views.audit, name="audit"),
+    path("references/", views.issue_reference, name="issue_reference"),
     path("mine/", views.mine, name="mine"),
     path("<uuid:inspection_id>/", views.detail, name="detail"),
     path("<uuid:inspection_id>/grant/", views.grant, name="grant"),

@@ -40,10 +40,12 @@ from inspection.forms import (
     CLOSE_FIELDS,
     DENY_FIELDS,
     GRANT_FIELDS,
+    ISSUE_FIELDS,
     REQUEST_FIELDS,
     CloseForm,
     DenyForm,
     GrantForm,
+    IssueReferenceForm,
     RequestForm,
     add_service_error,
 )
@@ -53,6 +55,8 @@ S = InspectionState
 PATH_VALUES = frozenset(p.value for p in PATHS)
 RECENT = 20
 AUDIT_SESSION_KEY = "inspection-audit-result"
+# The incident reference just issued, shown once on the next page and then forgotten.
+ISSUED_SESSION_KEY = "inspection-issued-reference"
 
 PROBLEM_TITLES = {
     403: "You cannot open this page",
@@ -159,6 +163,7 @@ def _home_page(
     principal: Principal,
     *,
     form: RequestForm | None = None,
+    issue_form: IssueReferenceForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
     open_rows = [_row(r, user) for r in selectors.inspections_for(principal, open_only=True)]
@@ -173,9 +178,19 @@ def _home_page(
         "open_rows": open_rows,
         "finished": finished,
         "form": form or RequestForm(),
-        "path_hints": wording.PATH_HINTS,
+        # A form that came back with errors stays on the page, so its errors are read.
+        "can_issue": Role.TRUST_AND_SAFETY.value in principal.roles or issue_form is not None,
+        "issue_form": issue_form or IssueReferenceForm(prefix="issue"),
+        "issued": _issued_once(request) if status == 200 else None,
     }
     return render(request, "inspection/home.html", context, status=status)
+
+
+def _issued_once(request: HttpRequest) -> dict[str, Any] | None:
+    issued: dict[str, Any] | None = request.session.pop(ISSUED_SESSION_KEY, None)
+    if issued:
+        issued["expires"] = datetime.fromisoformat(issued["expires"])
+    return issued
 
 
 @console_only
@@ -219,6 +234,34 @@ def request_access(request: HttpRequest, user: User, principal: Principal) -> Ht
                 messages.success(request, "Requested. Another operator reviews it next.")
                 return _see_other(reverse("inspection:detail", kwargs={"inspection_id": row.id}))
     return _home_page(request, user, principal, form=form, status=400)
+
+
+@console_only
+@require_POST
+def issue_reference(request: HttpRequest, user: User, principal: Principal) -> HttpResponse:
+    """Trust and safety issues a signed incident reference for one member. The text is
+    shown once (kept in the session until the next page reads it), never stored."""
+    form = IssueReferenceForm(request.POST, prefix="issue")
+    if form.is_valid():
+        member = _member_named(user, form.cleaned_data["member"].strip())
+        if member is None:
+            form.add_error("member", "No member of your organisation has this username or id.")
+        else:
+            try:
+                issued = services.incident_reference_issue(
+                    principal=principal, member=member, hours=form.cleaned_data["hours"]
+                )
+            except IrisError as exc:
+                add_service_error(form, exc, ISSUE_FIELDS)
+            else:
+                request.session[ISSUED_SESSION_KEY] = {
+                    "text": issued.reference,
+                    "member": member.username,
+                    "expires": issued.row.expires_at.isoformat(),
+                }
+                messages.success(request, "Incident reference issued. Copy it now.")
+                return _see_other(reverse("inspection:home") + "#issued")
+    return _home_page(request, user, principal, issue_form=form, status=400)
 
 
 @dataclass(frozen=True)

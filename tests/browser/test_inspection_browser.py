@@ -184,3 +184,31 @@ def test_the_member_page_with_nothing_to_show_is_axe_clean(page: Page, member, l
     login(page, "ada", "pw-ada", next_path="/inspections/mine/")
     expect(page.get_by_role("main")).to_contain_text("Nobody has looked at your memory.")
     axe_check(page)
+
+
+def test_an_issued_reference_is_shown_once_and_axe_clean(
+    page: Page, live_server, tenant, member, login, axe_check
+) -> None:
+    operator_user(tenant, "op-tns", "trust-and-safety")
+    login(page, "op-tns", "pw-op-tns", next_path="/inspections/")
+    page.locator("#id_issue-member").fill("ada")
+    page.get_by_role("button", name="Issue a reference").click()
+    expect(page.locator("#issued")).to_contain_text("iris-inc1.")
+    axe_check(page)
+    shot(page, "inspection-issued")
+    page.reload()
+    expect(page.locator("#issued")).to_have_count(0)
+
+
+@pytest.mark.parametrize("who", ["operator", "member"])
+def test_the_pages_reflow_at_320_css_pixels(
+    new_page, live_server, tenant, member, login, who
+) -> None:
+    page = new_page(viewport={"width": 320, "height": 640})
+    if who == "member":
+        login(page, "ada", "pw-ada", next_path="/inspections/mine/")
+    else:
+        operator_user(tenant, "op-admin", "admin")
+        login(page, "op-admin", "pw-op-admin", next_path="/inspections/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 320
+    shot(page, f"inspection-320-{who}")

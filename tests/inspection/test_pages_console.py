@@ -309,3 +309,66 @@ def test_the_audit_check_shows_a_break(ops, remembered, monkeypatch) -> None:
     client = signed_in(ops["admin"])
     client.post(AUDIT)
     assert "breaks at event 2: content does not match" in text_of(client.get(AUDIT))
+
+
+# ------------------------------------------------------------------- incident escalation
+
+
+def test_trust_and_safety_issues_a_reference_shown_once_and_escalates_with_it(
+    ops, remembered
+) -> None:
+    member, _ = remembered
+    tns = signed_in(ops["tns"])
+    response = tns.post(HOME + "references/", {"issue-member": "ada", "issue-hours": "24"})
+    assert response.status_code == 303
+    page = tns.get(HOME).content.decode()
+    reference = re.search(r"(iris-inc1\.[^<\s]+)", page)
+    assert reference is not None
+    assert "iris-inc1." not in tns.get(HOME).content.decode()  # shown once only
+
+    response = tns.post(
+        HOME + "request/",
+        {
+            "member": str(member.public_id),
+            "path": "incident-escalation",
+            "sensitivity": "sensitive",
+            "justification": "Report of abuse against the member.",
+            "incident_reference": reference.group(1),
+            "consent_snapshot_id": consent_snapshot(member),
+        },
+    )
+    assert response.status_code == 303
+    inspection = Inspection.objects.get()
+    assert signed_in(ops["tns2"]).post(detail(inspection) + "grant/", {}).status_code == 303
+    inspection.refresh_from_db()
+    assert inspection.state == InspectionState.GRANTED
+
+    # Trust and safety may close it without telling the member: an active investigation.
+    assert "Do not tell the member" in text_of(tns.get(detail(inspection)))
+    response = tns.post(detail(inspection) + "close/", {"close-carve_out": "on"})
+    assert response.status_code == 303
+    inspection.refresh_from_db()
+    assert inspection.state == InspectionState.CLOSED and inspection.carve_out
+
+
+def test_only_trust_and_safety_issues_references(ops, member) -> None:
+    client = signed_in(ops["legal"])
+    assert "Issue an incident reference" not in text_of(client.get(HOME))
+    response = client.post(HOME + "references/", {"issue-member": "ada", "issue-hours": "24"})
+    assert response.status_code == 400
+    assert wording.REFUSAL_WORDS[Refusal.NOT_PERMITTED] in text_of(response)
+
+
+def test_a_forged_reference_is_refused_in_words(ops, remembered) -> None:
+    member, _ = remembered
+    inspection = request(
+        ops["tns"],
+        member,
+        "incident-escalation",
+        incident_reference="iris-inc1.00000000-0000-0000-0000-000000000000.1.k.abc",
+    )
+    response = signed_in(ops["tns2"]).post(detail(inspection) + "grant/", {})
+    assert response.status_code == 400
+    assert wording.REFUSAL_WORDS[Refusal.NO_LEGITIMATE_INTEREST] in text_of(response)
+    inspection.refresh_from_db()
+    assert inspection.state == InspectionState.INCIDENT_ESCALATION
