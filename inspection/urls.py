@@ -18,4 +18,5 @@ urlpatterns = [
     path("<uuid:inspection_id>/withdraw/", views.withdraw, name="withdraw"),
     path("<uuid:inspection_id>/close/", views.close, name="close"),
     path("<uuid:inspection_id>/snapshot/", views.snapshot, name="snapshot"),
+    path("<uuid:inspection_id>/replay/", views.replay, name="replay"),
 ]

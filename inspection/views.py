@@ -328,6 +328,9 @@ def _detail_page(
         "can_close": (granted and (is_requester or is_reviewer or Role.ADMIN.value in roles))
         or "close" in bound,
         "can_carve_out": row.path == S.INCIDENT_ESCALATION and Role.TRUST_AND_SAFETY.value in roles,
+        "can_replay": row.granted_at is not None
+        and not is_requester
+        and bool(roles & services.AUDITOR_ROLES),
         "forms": forms,
     }
     if not (
@@ -500,14 +503,18 @@ def _shown(items: list[dict[str, Any]]) -> list[Shown]:
     ]
 
 
-@console_only
-@require_GET
-def snapshot(
-    request: HttpRequest, user: User, principal: Principal, inspection_id: uuid.UUID
+def _snapshot_page(
+    request: HttpRequest,
+    user: User,
+    principal: Principal,
+    inspection_id: uuid.UUID,
+    *,
+    replay: bool,
 ) -> HttpResponse:
     row = _inspection_or_404(principal, inspection_id)
+    read = services.inspection_replay if replay else services.inspection_read_snapshot
     try:
-        view = services.inspection_read_snapshot(principal=principal, inspection_id=row.id)
+        view = read(principal=principal, inspection_id=row.id)
     except NotFound:
         raise Http404("No such inspection.") from None
     except IrisError as exc:
@@ -517,11 +524,30 @@ def snapshot(
         "item": _row(row, user),
         "view": view,
         "shown": _shown(view.items),
+        "replay": replay,
         "close_form": CloseForm(prefix="close"),
         "can_carve_out": row.path == S.INCIDENT_ESCALATION
         and Role.TRUST_AND_SAFETY.value in principal.roles,
     }
     return render(request, "inspection/snapshot.html", context)
+
+
+@console_only
+@require_GET
+def snapshot(
+    request: HttpRequest, user: User, principal: Principal, inspection_id: uuid.UUID
+) -> HttpResponse:
+    """The requester's view of the granted snapshot, while the grant lasts."""
+    return _snapshot_page(request, user, principal, inspection_id, replay=False)
+
+
+@console_only
+@require_GET
+def replay(
+    request: HttpRequest, user: User, principal: Principal, inspection_id: uuid.UUID
+) -> HttpResponse:
+    """An auditor's replay of a snapshot exactly as it was granted, at any time after."""
+    return _snapshot_page(request, user, principal, inspection_id, replay=True)
 
 
 # =========================================================================== the audit check

@@ -116,6 +116,14 @@ def test_request_grant_view_close_and_the_member_is_told(
     assert inspection.state == "closed" and inspection.sensitive_read
     assert inspection.requester == requester and inspection.reviewer == reviewer
 
+    # The reviewer, an auditor, replays what was seen.
+    theirs.reload()
+    theirs.get_by_role("link", name="Replay what was seen").click()
+    expect(theirs.get_by_role("heading", level=1)).to_contain_text("Replay of the snapshot")
+    expect(theirs.get_by_role("main")).to_contain_text("I take insulin every morning")
+    axe_check(theirs)
+    shot(theirs, "inspection-replay")
+
     # The member sees the access, the notice still owed.
     member = new_page()
     login(member, "ada", "pw-ada", next_path="/")

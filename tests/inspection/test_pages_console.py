@@ -372,3 +372,31 @@ def test_a_forged_reference_is_refused_in_words(ops, remembered) -> None:
     assert wording.REFUSAL_WORDS[Refusal.NO_LEGITIMATE_INTEREST] in text_of(response)
     inspection.refresh_from_db()
     assert inspection.state == InspectionState.INCIDENT_ESCALATION
+
+
+# ------------------------------------------------------------------- replay
+
+
+def test_an_auditor_replays_what_was_seen_after_the_member_forgot(ops, remembered) -> None:
+    from memory.services import memory_forget
+    from tests.factories import as_member
+
+    member, entries = remembered
+    inspection = request(ops["support"], member)
+    move(ops["admin"], inspection, "granted")
+    assert "Replay what was seen" not in text_of(signed_in(ops["support"]).get(detail(inspection)))
+    memory_forget(principal=as_member(member), member=member, entry_id=entries["colour"].entry_id)
+
+    auditor = signed_in(ops["legal"])
+    assert "Replay what was seen" in text_of(auditor.get(detail(inspection)))
+    response = auditor.get(detail(inspection) + "replay/")
+    assert response.status_code == 200
+    text = text_of(response)
+    assert "Replay of the snapshot of ada's memory" in text
+    assert "Forgotten since" in text and "My favourite colour is blue" not in text
+    assert SnapshotRead.objects.filter(inspection=inspection, kind="replayed").count() == 1
+    # Support is no auditor: refused in words, nothing recorded.
+    refused = signed_in(ops["support"]).get(detail(inspection) + "replay/")
+    assert refused.status_code == 403
+    assert wording.REFUSAL_WORDS[Refusal.NOT_PERMITTED] in text_of(refused)
+    assert SnapshotRead.objects.filter(inspection=inspection, kind="replayed").count() == 1
