@@ -315,6 +315,7 @@ def _detail_page(
         "steps": steps,
         "is_requester": is_requester,
         "waiting": waiting,
+        "notice_text": _notice_text(row),
         "reviewer_roles": wording.roles(row.reviewer_roles) if row.reviewer_id else "",
         "member_categories": wording.topics(row.categories),
         # A form that came back with errors stays on the page, so its errors are read.
@@ -342,6 +343,20 @@ def _detail_page(
     ):
         context["idle_text"] = _idle_text(row, waiting=waiting, granted=granted)
     return render(request, "inspection/detail.html", context, status=status)
+
+
+def _notice_text(row: Inspection) -> str:
+    """Whether the member is told of this access, for the operators of the tenant."""
+    if row.state != S.CLOSED or row.granted_at is None:
+        return ""
+    if row.carve_out:
+        return "Withheld: closed under an investigation carve-out (recorded in the audit chain)."
+    notice = getattr(row, "notice", None)
+    if notice is None:
+        return "Not needed: no sensitive memory was in the snapshot."
+    if notice.delivered_at is not None:
+        return f"Told on {notice.delivered_at:%-d %B %Y, %H:%M} UTC."
+    return f"To be told by {notice.due_at:%-d %B %Y, %H:%M} UTC."
 
 
 def _idle_text(row: Inspection, *, waiting: bool, granted: bool) -> str:

@@ -158,6 +158,9 @@ def test_request_grant_view_close_through_the_pages(ops, remembered) -> None:
     assert response.status_code == 303
     inspection.refresh_from_db()
     assert inspection.state == InspectionState.CLOSED
+    assert "Not needed: no sensitive memory was in the snapshot." in text_of(
+        requester.get(detail(inspection))
+    )
     gone = requester.get(detail(inspection) + "snapshot/")
     assert gone.status_code == 403
     assert "The grant has run out" in text_of(gone)
@@ -349,6 +352,9 @@ def test_trust_and_safety_issues_a_reference_shown_once_and_escalates_with_it(
     assert response.status_code == 303
     inspection.refresh_from_db()
     assert inspection.state == InspectionState.CLOSED and inspection.carve_out
+    assert "Withheld: closed under an investigation carve-out" in text_of(
+        tns.get(detail(inspection))
+    )
 
 
 def test_only_trust_and_safety_issues_references(ops, member) -> None:
