@@ -174,7 +174,10 @@ def _home_page(
         )[:RECENT]
     ]
     context = {
-        "to_review": [r for r in open_rows if r.row.state in PATH_VALUES and not r.yours],
+        "reviews": bool(principal.roles & policy.REVIEWER_ROLES),
+        "to_review": [r for r in open_rows if r.row.state in PATH_VALUES and not r.yours]
+        if principal.roles & policy.REVIEWER_ROLES
+        else [],
         "open_rows": open_rows,
         "finished": finished,
         "form": form or RequestForm(),

@@ -406,3 +406,11 @@ def test_an_auditor_replays_what_was_seen_after_the_member_forgot(ops, remembere
     assert refused.status_code == 403
     assert wording.REFUSAL_WORDS[Refusal.NOT_PERMITTED] in text_of(refused)
     assert SnapshotRead.objects.filter(inspection=inspection, kind="replayed").count() == 1
+
+
+def test_support_has_nothing_to_review(ops, remembered) -> None:
+    member, _ = remembered
+    request(ops["admin"], member)
+    text = text_of(signed_in(ops["support"]).get(HOME))
+    assert "Your role asks for access" in text
+    assert "Waiting for a reviewer" in text  # still in the open list
