@@ -25,12 +25,6 @@ PATH_LABELS: dict[str, str] = {
     S.INCIDENT_ESCALATION: "Incident escalation",
 }
 
-PATH_HINTS: dict[str, str] = {
-    S.ROUTINE_REVIEW: "Any role. Never sensitive memory.",
-    S.DSAR_FULFILLMENT: "Legal and admin; only legal reads sensitive memory.",
-    S.INCIDENT_ESCALATION: "Trust and safety, with a signed incident reference.",
-}
-
 # The same paths, as the member reads why someone looked.
 MEMBER_PATH_LABELS: dict[str, str] = {
     S.ROUTINE_REVIEW: "A routine check, for example to answer a question you asked support",
