@@ -12,6 +12,7 @@ from dsar import wording
 from dsar.enums import DeleteMode, VerificationMethod
 from dsar.payloads import DEFAULT_GRACE_MS, PASSPHRASE_MAX
 from governance.errors import IrisError
+from governance.page_forms import add_refusal
 
 GRACE_DAYS = DEFAULT_GRACE_MS // (24 * 3600 * 1000)
 REASON_MAX = 500
@@ -39,9 +40,7 @@ DELETE_FIELDS = {
 def add_service_error(form: forms.Form, exc: IrisError, fields: dict[str, str]) -> None:
     """Put a service's refusal on the form field it names, in plain words."""
     name = (exc.field or "").removeprefix("payload.")
-    target = fields.get(name, name)
-    message = wording.plain_error(exc.rule, exc.detail)
-    form.add_error(target if target in form.fields else None, message)
+    add_refusal(form, name, fields, wording.plain_error(exc.rule, exc.detail))
 
 
 class RequestForm(forms.Form):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django import forms
 
 from governance.errors import IrisError
+from governance.page_forms import add_refusal
 from inspection import incidents, wording
 from inspection.enums import PATHS, Sensitivity
 from inspection.models import JUSTIFICATION_MAX
@@ -40,9 +41,7 @@ def add_service_error(form: forms.Form, exc: IrisError, fields: dict[str, str]) 
     """Put a service's refusal on the form field it names, in plain words; a refusal that
     names no field of the form goes on the form as a whole."""
     name = (exc.field or "").split(".")[0]
-    target = fields.get(name, name)
-    message = wording.refusal(exc.code, exc.rule, exc.detail)
-    form.add_error(target if target in form.fields else None, message)
+    add_refusal(form, name, fields, wording.refusal(exc.code, exc.rule, exc.detail))
 
 
 class RequestForm(forms.Form):
