@@ -51,6 +51,17 @@ def _resume_forget(call: Any) -> Any:
     )
 
 
+def _resume_clear(call: Any) -> Any:
+    from memory.services import memory_clear
+
+    return memory_clear(
+        principal=call.principal,
+        member=_member_of(call),
+        category=call.arguments.get("category"),
+        context=call.attributes,
+    )
+
+
 class MemoryConfig(AppConfig):
     name = "memory"
     default_auto_field = "django.db.models.BigAutoField"
@@ -90,6 +101,17 @@ class MemoryConfig(AppConfig):
             action="forget every memory that mentions one person",
         )
         register_resumable("memory.forget", _resume_forget, action="forget a memory")
+        # The card says what the member asked for; the topic stays off it (a raw code).
+        register_resumable(
+            "memory.clear_category",
+            _resume_clear,
+            action="forget every memory about one topic",
+        )
+        register_resumable(
+            "memory.clear_all",
+            _resume_clear,
+            action="forget everything Iris remembers about you",
+        )
         describe_operation("memory.correct", "correct a memory")
         # `/api/v1/health` says which ranker recall uses (BM25 when the model cannot load).
         register_health_note("recall", checks.recall_ranking_note)

@@ -33,6 +33,7 @@ from memory.enums import Lifecycle, ScopeKind
 from memory.models import MemoryEntry, OffTheRecord, PendingConflict
 from memory.recall import pipeline as recall
 from memory.rules.conflicts import normalise_subject
+from memory.rules.retention import SOFT_DELETE_GRACE
 from memory.rules.scopes import ScopeRuleError, parse_scope_key
 
 FINGERPRINT_PURPOSE = keys.TEXT_FINGERPRINT_PURPOSE
@@ -205,6 +206,35 @@ def memory_list(
     more = len(page) > size
     page = page[:size]
     return MemoryPage(entries=page, next_cursor=_encode_cursor(page[-1]) if more else None)
+
+
+def recently_forgotten(
+    *, principal: Principal, member: User, now: datetime, limit: int = MAX_PAGE
+) -> list[MemoryEntry]:
+    """The member's forgotten entries that can still be restored (their grace window has
+    not passed at `now`), most recently forgotten first. A surface gets none."""
+    if principal.kind == "surface":
+        return []
+    return list(
+        _readable(principal, member)
+        .filter(
+            is_current=True,
+            lifecycle=Lifecycle.TOMBSTONED,
+            updated_at__gt=now - SOFT_DELETE_GRACE,
+        )
+        .order_by("-updated_at", "entry_id")[:limit]
+    )
+
+
+def member_notebooks(*, principal: Principal, member: User) -> list[str]:
+    """The names of the member's notebooks that hold a live memory, sorted."""
+    names = (
+        _readable(principal, member)
+        .filter(is_current=True, scope_kind=ScopeKind.NOTEBOOK)
+        .exclude(lifecycle=Lifecycle.TOMBSTONED)
+        .values_list("scope_identifiers", flat=True)
+    )
+    return sorted({str(ids.get("notebookId", "")) for ids in names} - {""})
 
 
 # ------------------------------------------------------------------------- conflicts

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -27,12 +28,13 @@ from governance.errors import IrisError, NotFound, ValidationFailed
 from governance.models import User
 from governance.pipeline import Denied, HeldForApproval
 from governance.principal import Principal, principal_of
-from memory import selectors, services
-from memory.enums import Lifecycle, ScopeKind
+from governance.vocabulary import MEMORY_ACTIONS as WORDS
+from memory import selectors, services, step_up
+from memory.enums import Lifecycle, Origin, ScopeKind
 from memory.models import BODY_MAX_LENGTH, MemoryEntry
 from memory.recall.service import recent_recalls
-from memory.rules.retention import purge_due_at
-from memory.rules.scopes import check_scope_change
+from memory.rules.retention import SOFT_DELETE_GRACE, purge_due_at
+from memory.rules.scopes import scope_change_targets
 
 LIST_LIMIT = 200
 
@@ -56,9 +58,13 @@ ORIGIN_LABELS: dict[str, str] = {
     "imported": "Imported",
 }
 
-# Where a member may move a memory from each kind (the rule itself is memory.rules.scopes).
-SCOPE_TARGETS: tuple[str, ...] = (ScopeKind.PROFILE.value, ScopeKind.NOTEBOOK.value)
 DEFAULT_NOTEBOOK = "personal"
+NOTEBOOK_NAME_MAX = 64
+
+
+def topic_label(category: str) -> str:
+    """A topic as the member reads it (the stored code with its underscores gone)."""
+    return category.replace("_", " ").capitalize()
 
 
 class CorrectionForm(forms.Form):
@@ -74,12 +80,42 @@ class CorrectionForm(forms.Form):
 
 
 class ScopeForm(forms.Form):
-    scope_kind = forms.ChoiceField(label="Move to", choices=[(k, k) for k in SCOPE_TARGETS])
-    notebook_id = forms.SlugField(label="Notebook", required=False, max_length=64)
+    """Any kind parses; whether this entry may go there is the rule's answer (checked in
+    the view before the service, which checks it again)."""
+
+    scope_kind = forms.ChoiceField(label="Move to", choices=[(k.value, k.value) for k in ScopeKind])
+    notebook_id = forms.CharField(label="Notebook", required=False, max_length=NOTEBOOK_NAME_MAX)
+    new_notebook = forms.CharField(
+        label=WORDS["notebook_new"], required=False, max_length=NOTEBOOK_NAME_MAX, strip=True
+    )
+
+    def notebook(self) -> str:
+        return self.cleaned_data["new_notebook"] or self.cleaned_data["notebook_id"].strip()
 
 
 class ConflictAnswerForm(forms.Form):
     answer = forms.ChoiceField(choices=[(a, a) for a in services.CONFLICT_ANSWERS])
+    back = forms.ChoiceField(choices=[("home", "home"), ("detail", "detail")], required=False)
+
+
+class StepUpForm(forms.Form):
+    password = forms.CharField(
+        label=WORDS["step_up_label"],
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
+        help_text=WORDS["step_up_help"],
+    )
+
+
+class ForgetTopicForm(StepUpForm):
+    category = forms.ChoiceField(label="Topic")
+
+    def __init__(self, *args: Any, topics: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["category"].choices = topics
+        # The topic comes first on the page, the password after it.
+        self.order_fields(["category", "password"])
 
 
 class OffTheRecordForm(forms.Form):
@@ -87,6 +123,11 @@ class OffTheRecordForm(forms.Form):
 
 
 # ------------------------------------------------------------------------- helpers
+
+
+def _now() -> datetime:
+    """The clock of these pages (the step-up's, so one fixed clock fixes both)."""
+    return step_up.now()
 
 
 def _member(request: HttpRequest) -> User:
@@ -131,6 +172,18 @@ def _back_to(entry_id: uuid.UUID) -> HttpResponse:
     return redirect("memory:detail", entry_id=entry_id)
 
 
+def _undo_until(at: datetime) -> str:
+    return purge_due_at(at).strftime("%-d %B %Y")
+
+
+def _is_guess(entry: MemoryEntry) -> bool:
+    return entry.origin == Origin.MODEL_INFERRED
+
+
+def _notebook_of(entry: MemoryEntry) -> str:
+    return str((entry.scope_identifiers or {}).get("notebookId", ""))
+
+
 @dataclass(frozen=True)
 class ScopeGroup:
     kind: str
@@ -143,6 +196,15 @@ class Question:
     id: uuid.UUID
     text: str
     entry_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class Move:
+    """One move the rules allow for an entry, as the page offers it."""
+
+    target: str
+    label: str
+    to_notebook: bool
 
 
 def _questions(member: User, principal: Principal) -> list[Question]:
@@ -161,6 +223,39 @@ def _questions(member: User, principal: Principal) -> list[Question]:
     return found
 
 
+def _moves(entry: MemoryEntry) -> list[Move]:
+    """Every move `memory.rules.scopes` allows from this entry's scope, and only those."""
+    if entry.read_only_copy_of is not None:
+        return []
+    return [
+        Move(target.value, WORDS[change.reason_code], target is ScopeKind.NOTEBOOK)
+        for target, change in scope_change_targets(entry.scope_kind)
+    ]
+
+
+def _groups(entries: list[MemoryEntry]) -> list[ScopeGroup]:
+    """The list by scope, in `ScopeKind` order; notebooks one group each, by name."""
+    groups: dict[str, list[MemoryEntry]] = {}
+    for entry in entries:
+        entry.origin_label = ORIGIN_LABELS.get(entry.origin, "")  # type: ignore[attr-defined]
+        entry.topic_label = topic_label(entry.category)  # type: ignore[attr-defined]
+        entry.is_guess = _is_guess(entry)  # type: ignore[attr-defined]
+        groups.setdefault(entry.scope_kind, []).append(entry)
+    ordered = []
+    for kind in (k.value for k in ScopeKind):
+        if kind not in groups:
+            continue
+        if kind != ScopeKind.NOTEBOOK:
+            ordered.append(ScopeGroup(kind, SCOPE_LABELS[kind], groups[kind]))
+            continue
+        notebooks: dict[str, list[MemoryEntry]] = {}
+        for entry in groups[kind]:
+            notebooks.setdefault(_notebook_of(entry), []).append(entry)
+        for index, name in enumerate(sorted(notebooks)):
+            ordered.append(ScopeGroup(f"notebook-{index}", f"Notebook “{name}”", notebooks[name]))
+    return ordered
+
+
 # --------------------------------------------------------------------------- pages
 
 
@@ -170,21 +265,15 @@ def home(request: HttpRequest) -> HttpResponse:
     member = _member(request)
     principal = _principal(request)
     page = selectors.memory_list(principal=principal, member=member, limit=LIST_LIMIT)
-    groups: dict[str, list[MemoryEntry]] = {}
-    for entry in page.entries:
-        entry.origin_label = ORIGIN_LABELS.get(entry.origin, entry.origin)  # type: ignore[attr-defined]
-        groups.setdefault(entry.scope_kind, []).append(entry)
-    ordered = [
-        ScopeGroup(kind, SCOPE_LABELS.get(kind, kind), groups[kind])
-        for kind in (k.value for k in ScopeKind)
-        if kind in groups
-    ]
+    forgotten = selectors.recently_forgotten(principal=principal, member=member, now=_now())
     context = {
-        "groups": ordered,
+        "groups": _groups(page.entries),
         "more": page.next_cursor is not None,
         "off_the_record": selectors.off_the_record_toggles(member=member),
         "questions": _questions(member, principal),
         "approvals": approvals_pending_for(member=member),
+        "forgotten_count": len(forgotten),
+        "words": WORDS,
     }
     return render(request, "memory/home.html", context)
 
@@ -193,23 +282,39 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_GET
 def detail(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
     member = _member(request)
+    principal = _principal(request)
     entry = _entry(request, member, entry_id)
-    history = selectors.memory_history(
-        principal=_principal(request), member=member, entry_id=entry_id
-    )
+    history = selectors.memory_history(principal=principal, member=member, entry_id=entry_id)
     tombstoned = entry.lifecycle == Lifecycle.TOMBSTONED
-    targets = [k for k in SCOPE_TARGETS if check_scope_change(entry.scope_kind, k).allowed]
+    purge_at = purge_due_at(entry.updated_at) if tombstoned else None
+    moves = _moves(entry)
+    for revision in history:
+        revision.state_label = WORDS.get(f"state-{revision.lifecycle}", "")  # type: ignore[attr-defined]
+    provenance = [
+        {**link, "label": WORDS.get(f"source-{link.get('kind')}", "Another memory")}
+        for link in entry.provenance_chain or []
+    ]
     context = {
         "entry": entry,
+        "heading": entry.subject or entry.body[:80],
         "history": list(reversed(history)),
         "tombstoned": tombstoned,
-        "purge_at": purge_due_at(entry.updated_at) if tombstoned else None,
+        "purge_at": purge_at,
+        "restorable": purge_at is not None and _now() < purge_at,
         "sensitive": is_sensitive(entry.category),
-        "origin_label": ORIGIN_LABELS.get(entry.origin, entry.origin),
-        "scope_label": SCOPE_LABELS.get(entry.scope_kind, entry.scope_kind),
-        "scope_targets": targets,
+        "topic_label": topic_label(entry.category),
+        "origin_label": ORIGIN_LABELS.get(entry.origin, ""),
+        "scope_label": SCOPE_LABELS.get(entry.scope_kind, ""),
+        "notebook": _notebook_of(entry),
+        "guess": _is_guess(entry),
+        "moves": moves,
+        "notebook_move": any(move.to_notebook for move in moves),
+        "provenance": provenance,
+        "notebooks": selectors.member_notebooks(principal=principal, member=member),
+        "questions": [q for q in _questions(member, principal) if q.entry_id == entry.entry_id],
         "recalls": recent_recalls(member=member, entry_id=entry.entry_id),
         "approvals": approvals_pending_for(member=member),
+        "words": WORDS,
     }
     return render(request, "memory/detail.html", context)
 
@@ -217,6 +322,8 @@ def detail(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def edit(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
+    """Edit a memory; for a guess this is Correct: the page says that what the member
+    writes becomes what they said, so the change of origin is the member's choice."""
     member = _member(request)
     entry = _entry(request, member, entry_id)
     if entry.lifecycle == Lifecycle.TOMBSTONED:
@@ -252,7 +359,8 @@ def edit(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
     else:
         form = CorrectionForm(initial={"body": entry.body, "category": entry.category})
         status = 200
-    return render(request, "memory/edit.html", {"entry": entry, "form": form}, status=status)
+    context = {"entry": entry, "form": form, "guess": _is_guess(entry), "words": WORDS}
+    return render(request, "memory/edit.html", context, status=status)
 
 
 @login_required
@@ -266,11 +374,12 @@ def forget(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
             lambda: services.memory_forget(
                 principal=_principal(request), member=member, entry_id=entry.entry_id
             ),
-            "Forgotten. The assistant will no longer use it; its text is erased for good "
-            "after the grace period.",
+            f"Forgotten. The assistant will no longer use it. You can undo this until "
+            f"{_undo_until(_now())} under “{WORDS['forgotten_heading']}”.",
         )
         return redirect("memory:home") if done else _back_to(entry.entry_id)
-    return render(request, "memory/forget.html", {"entry": entry})
+    context = {"entry": entry, "undo_until": _undo_until(_now()), "words": WORDS}
+    return render(request, "memory/forget.html", context)
 
 
 @login_required
@@ -305,17 +414,157 @@ def resume(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
+def confirm(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
+    member = _member(request)
+    entry = _entry(request, member, entry_id)
+    _act(
+        request,
+        lambda: services.memory_confirm(
+            principal=_principal(request), member=member, entry_id=entry.entry_id
+        ),
+        WORDS["confirmed"],
+    )
+    return _back_to(entry.entry_id)
+
+
+@login_required
+@require_POST
+def reject(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
+    """Reject a guess: it is forgotten, and can be brought back like any forgotten memory."""
+    member = _member(request)
+    entry = _entry(request, member, entry_id)
+    if not _is_guess(entry):
+        raise Http404("Only a guess can be rejected.")
+    _act(
+        request,
+        lambda: services.memory_forget(
+            principal=_principal(request),
+            member=member,
+            entry_id=entry.entry_id,
+            reason_code="guess-rejected",
+        ),
+        f"{WORDS['rejected']} You can undo this until {_undo_until(_now())}.",
+    )
+    return _back_to(entry.entry_id)
+
+
+@login_required
+@require_POST
+def restore(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
+    member = _member(request)
+    entry = _entry(request, member, entry_id)
+    _act(
+        request,
+        lambda: services.memory_restore(
+            principal=_principal(request), member=member, entry_id=entry.entry_id, now=_now()
+        ),
+        WORDS["undo_done"],
+    )
+    return _back_to(entry.entry_id)
+
+
+@login_required
+@require_GET
+def forgotten(request: HttpRequest) -> HttpResponse:
+    member = _member(request)
+    entries = selectors.recently_forgotten(
+        principal=_principal(request), member=member, now=_now()
+    )
+    for entry in entries:
+        entry.undo_until = purge_due_at(entry.updated_at)  # type: ignore[attr-defined]
+        entry.topic_label = topic_label(entry.category)  # type: ignore[attr-defined]
+    context = {"entries": entries, "words": WORDS, "grace_days": SOFT_DELETE_GRACE.days}
+    return render(request, "memory/forgotten.html", context)
+
+
+def _topics(member: User, principal: Principal) -> list[tuple[str, str]]:
+    """The topics the member has live memories in, with how many each."""
+    counts: dict[str, int] = {}
+    for entry in selectors.memory_list(principal=principal, member=member, limit=LIST_LIMIT).entries:
+        counts[entry.category] = counts.get(entry.category, 0) + 1
+    return [
+        (category, f"{topic_label(category)} ({n} memor{'y' if n == 1 else 'ies'})")
+        for category, n in sorted(counts.items(), key=lambda item: topic_label(item[0]))
+    ]
+
+
+def _forget_many(request: HttpRequest, *, everything: bool) -> HttpResponse:
+    """Forget a topic or everything: a fresh step-up first, then `memory_clear`, which the
+    kernel holds for the member's approval (the card is shown on the same page)."""
+    member = _member(request)
+    principal = _principal(request)
+    now = _now()
+    topics = [] if everything else _topics(member, principal)
+    form: StepUpForm
+    form_class: Callable[..., StepUpForm]
+    form_class = StepUpForm if everything else (lambda *a, **k: ForgetTopicForm(*a, topics=topics, **k))
+    status = 200
+    if request.method == "POST":
+        form = form_class(request.POST)
+        if form.is_valid():
+            if not step_up.is_fresh(request, now):
+                password = form.cleaned_data["password"]
+                if not password:
+                    form.add_error("password", WORDS["step_up_missing"])
+                elif not step_up.verify(request, password, now):
+                    form.add_error("password", WORDS["step_up_wrong"])
+        if form.is_valid():
+            category = None if everything else form.cleaned_data["category"]
+            result = _act(
+                request,
+                lambda: services.memory_clear(
+                    principal=principal, member=member, category=category, now=now
+                ),
+                f"Forgotten. You can undo this until {_undo_until(now)}.",
+            )
+            if result is not None:
+                return redirect("memory:forgotten")
+            return redirect(request.path)
+        status = 400
+    else:
+        form = form_class()
+    context = {
+        "form": form,
+        "everything": everything,
+        "fresh": step_up.is_fresh(request, now),
+        "undo_until": _undo_until(now),
+        "approvals": approvals_pending_for(member=member),
+        "forgotten_url": reverse("memory:forgotten"),
+        "words": WORDS,
+    }
+    return render(request, "memory/forget_many.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def forget_topic(request: HttpRequest) -> HttpResponse:
+    return _forget_many(request, everything=False)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def forget_everything(request: HttpRequest) -> HttpResponse:
+    return _forget_many(request, everything=True)
+
+
+@login_required
+@require_POST
 def change_scope(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
     member = _member(request)
     entry = _entry(request, member, entry_id)
     form = ScopeForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Choose where to move the memory. Nothing was changed.")
+    moves = {move.target: move for move in _moves(entry)}
+    if not form.is_valid() or form.cleaned_data["scope_kind"] not in moves:
+        # Refused here as the service would refuse it: only the rules' moves are offered.
+        messages.error(request, "This memory cannot move there. Nothing was changed.")
         return _back_to(entry.entry_id)
     kind = form.cleaned_data["scope_kind"]
     identifiers: dict[str, str] = {"userId": str(member.public_id)}
-    if kind == ScopeKind.NOTEBOOK:
-        identifiers["notebookId"] = form.cleaned_data["notebook_id"] or DEFAULT_NOTEBOOK
+    where = SCOPE_LABELS[kind].lower()
+    if moves[kind].to_notebook:
+        name = form.notebook() or DEFAULT_NOTEBOOK
+        identifiers["notebookId"] = name
+        where = f"the notebook “{name}”"
     _act(
         request,
         lambda: services.memory_change_scope(
@@ -325,7 +574,7 @@ def change_scope(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
             scope_kind=kind,
             scope_identifiers=identifiers,
         ),
-        f"Moved to {SCOPE_LABELS.get(kind, kind).lower()}.",
+        f"Moved to {where}.",
     )
     return _back_to(entry.entry_id)
 
@@ -352,12 +601,18 @@ def off_the_record(request: HttpRequest) -> HttpResponse:
 @require_POST
 def answer_conflict(request: HttpRequest, conflict_id: uuid.UUID) -> HttpResponse:
     member = _member(request)
-    if not any(c.id == conflict_id for c in selectors.pending_conflicts(member=member)):
+    conflict = next(
+        (c for c in selectors.pending_conflicts(member=member) if c.id == conflict_id), None
+    )
+    if conflict is None:
         raise Http404("No such question.")
     form = ConflictAnswerForm(request.POST)
-    if not form.is_valid():
+    valid = form.is_valid()
+    back = form.cleaned_data.get("back") if valid else request.POST.get("back")
+    target = _back_to(conflict.entry_id) if back == "detail" else redirect("memory:home")
+    if not valid:
         messages.error(request, "Choose update or keep. Nothing was changed.")
-        return redirect("memory:home")
+        return target
     answer = form.cleaned_data["answer"]
     _act(
         request,
@@ -366,4 +621,4 @@ def answer_conflict(request: HttpRequest, conflict_id: uuid.UUID) -> HttpRespons
         ),
         "Updated." if answer == "update" else "Kept what Iris already had.",
     )
-    return redirect("memory:home")
+    return target

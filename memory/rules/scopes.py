@@ -163,6 +163,8 @@ _ALLOWED_CHANGES: dict[tuple[ScopeKind, ScopeKind], ScopeChange] = {
     (ScopeKind.SESSION, ScopeKind.PROFILE): ScopeChange(True, "promote-session-to-profile"),
     (ScopeKind.SESSION, ScopeKind.NOTEBOOK): ScopeChange(True, "promote-session-to-notebook"),
     (ScopeKind.PROFILE, ScopeKind.NOTEBOOK): ScopeChange(True, "demote-profile-to-notebook"),
+    # The way back: a demotion the member regrets is undone by the member's own move.
+    (ScopeKind.NOTEBOOK, ScopeKind.PROFILE): ScopeChange(True, "promote-notebook-to-profile"),
     # The tenant keeps governing its row; the member gets a copy they can read, not edit.
     (ScopeKind.TENANT, ScopeKind.NOTEBOOK): ScopeChange(True, "tenant-read-only-copy", True),
 }
@@ -175,3 +177,11 @@ def check_scope_change(from_kind: ScopeKind | str, to_kind: ScopeKind | str) -> 
     if source is ScopeKind.TENANT and target is ScopeKind.PROFILE:
         return ScopeChange(False, "tenant-memory-never-consumer-profile")
     return _ALLOWED_CHANGES.get((source, target), ScopeChange(False, "scope-change-not-allowed"))
+
+
+def scope_change_targets(from_kind: ScopeKind | str) -> tuple[tuple[ScopeKind, ScopeChange], ...]:
+    """Every kind a member may move a memory of `from_kind` to, with the rule's answer, in
+    `ScopeKind` order: what a page offers, read from the same table the service enforces."""
+    source = _kind(from_kind)
+    found = ((target, check_scope_change(source, target)) for target in ScopeKind)
+    return tuple((target, change) for target, change in found if change.allowed)

@@ -27,6 +27,7 @@ from memory.services.conflicts import memory_conflict_answer, pending_conflicts_
 from memory.services.deletion import memory_hard_delete
 from memory.services.lifecycle import (
     memory_change_scope,
+    memory_clear,
     memory_forget,
     memory_pause,
     memory_restore,
@@ -38,6 +39,7 @@ from memory.services.types import (
     CONFLICT_ANSWERS,
     ActorMention,
     ActorsForgetResult,
+    ClearResult,
     Correction,
     HardDeleteResult,
     MemoryDraft,
@@ -52,6 +54,7 @@ __all__ = [
     "CONFLICT_ANSWERS",
     "ActorMention",
     "ActorsForgetResult",
+    "ClearResult",
     "Correction",
     "HardDeleteResult",
     "MemoryDraft",
@@ -63,6 +66,7 @@ __all__ = [
     "actor_handle_for",
     "actors_forget",
     "memory_change_scope",
+    "memory_clear",
     "memory_confirm",
     "memory_conflict_answer",
     "memory_correct",

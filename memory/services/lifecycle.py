@@ -10,7 +10,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from consent.enums import Category
 from governance.actions import AuditAction
+from governance.effects import run_destructive
 from governance.errors import Conflict
 from governance.models import User
 from governance.pipeline import (
@@ -18,6 +20,7 @@ from governance.pipeline import (
     Hook,
     record_pending,
 )
+from memory import selectors
 from governance.principal import Principal
 from memory import controls
 from memory.enums import (
@@ -46,11 +49,13 @@ from memory.services.common import (
     _carried,
     _current,
     _current_for_key,
+    _enum,
     _gate,
     _govern,
     _insert_revision,
     _invalid,
     _lock_member,
+    _operation,
     _readable_adapter_scopes,
     _refuse_read_only,
     _refuse_tombstoned,
@@ -60,7 +65,9 @@ from memory.services.common import (
     _validated_scope,
     _written,
 )
-from memory.services.types import WriteOutcome
+from memory.services.types import ClearResult, WriteOutcome
+
+_LIVE = (Lifecycle.DRAFT, Lifecycle.ACTIVE, Lifecycle.PAUSED)
 
 
 def memory_forget(
@@ -99,6 +106,57 @@ def memory_forget(
         record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
         return _tombstone(principal, member, entry, now=now, reason_code=reason_code)
+
+
+def memory_clear(
+    *,
+    principal: Principal,
+    member: User,
+    category: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> ClearResult:
+    """Forget every memory in one category, or (no category) everything: the spec's
+    per-category and full-memory clear. Each live entry gets a tombstone as `memory_forget`
+    gives it, all at one moment, so each can be restored (`memory_restore`) until the
+    soft-delete grace window ends, after which the purge job erases them.
+
+    Destructive: governed at `pre_destructive`, so a member's call waits for the member's
+    own approval (`memory.clear_category` / `memory.clear_all`, resumable from the category
+    alone) and runs behind its side-effect ledger row. Each tombstone is audited with the
+    reason `member-clear-category` or `member-clear-all`; nothing is forgotten twice.
+    """
+    if category is not None:
+        category = _enum(category, Category, "category").value
+    op = _operation(
+        name="memory.clear_all" if category is None else "memory.clear_category",
+        effect=Effect.DESTRUCTIVE,
+        principal=principal,
+        member=member,
+        context=context,
+        arguments={"category": category},
+    )
+    reason_code = "member-clear-category" if category else "member-clear-all"
+    return run_destructive(
+        op, _clear, principal, member, category, reason_code, now or timezone.now()
+    )
+
+
+def _clear(
+    principal: Principal, member: User, category: str | None, reason_code: str, now: datetime
+) -> ClearResult:
+    with transaction.atomic(durable=True):
+        _lock_member(member)
+        rows = selectors.actionable_entries(principal, member).filter(
+            is_current=True, lifecycle__in=_LIVE
+        )
+        if category is not None:
+            rows = rows.filter(category=category)
+        forgotten = [
+            _tombstone(principal, member, entry, now=now, reason_code=reason_code).entry_id
+            for entry in rows.select_for_update().order_by("entry_id")
+        ]
+    return ClearResult(entry_ids=tuple(forgotten), category=category, forgotten_at=now)
 
 
 def memory_restore(

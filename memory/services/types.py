@@ -161,6 +161,19 @@ class HardDeleteResult:
 
 
 @dataclass(frozen=True)
+class ClearResult:
+    """What `memory_clear` forgot: the entries it tombstoned, all at one moment."""
+
+    entry_ids: tuple[uuid.UUID, ...]
+    category: str | None
+    forgotten_at: datetime
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {"entries": len(self.entry_ids)}
+
+
+@dataclass(frozen=True)
 class ActorsForgetResult:
     actor_handle: str
     entry_ids: tuple[uuid.UUID, ...]

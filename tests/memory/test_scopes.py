@@ -9,6 +9,7 @@ from memory.rules.scopes import (
     ScopeRuleError,
     build_scope_key,
     check_scope_change,
+    scope_change_targets,
     is_reachable_scope,
     parse_scope_key,
     reachable_kinds,
@@ -145,6 +146,7 @@ def test_notebook_reaches_the_members_tenant_rows_under_policy() -> None:
         (K.SESSION, K.NOTEBOOK, True, "promote-session-to-notebook", False),
         (K.PROFILE, K.NOTEBOOK, True, "demote-profile-to-notebook", False),
         (K.TENANT, K.NOTEBOOK, True, "tenant-read-only-copy", True),
+        (K.NOTEBOOK, K.PROFILE, True, "promote-notebook-to-profile", False),
         (K.TENANT, K.PROFILE, False, "tenant-memory-never-consumer-profile", False),
         (K.PROFILE, K.SESSION, False, "scope-change-not-allowed", False),
         (K.PROFILE, K.TENANT, False, "scope-change-not-allowed", False),
@@ -169,3 +171,28 @@ def test_no_scope_change_ever_lands_in_profile_from_tenant_or_in_tenant(
         assert not change.allowed
     if change.copy:
         assert source is K.TENANT
+
+
+@pytest.mark.parametrize(
+    ("source", "targets"),
+    [
+        (K.SESSION, [K.PROFILE, K.NOTEBOOK]),
+        (K.PROFILE, [K.NOTEBOOK]),
+        (K.NOTEBOOK, [K.PROFILE]),
+        (K.TENANT, [K.NOTEBOOK]),
+        (K.CRISIS, []),
+        (K.SCENE, []),
+        (K.POSE, []),
+        (K.OPERATOR_COPILOT, []),
+    ],
+)
+def test_scope_change_targets_list_every_allowed_move_and_only_those(
+    source: ScopeKind, targets: list[ScopeKind]
+) -> None:
+    assert [target for target, _ in scope_change_targets(source)] == targets
+
+
+@given(source=st.sampled_from(list(ScopeKind)))
+def test_scope_change_targets_agree_with_the_rule(source: ScopeKind) -> None:
+    offered = {target for target, _ in scope_change_targets(source)}
+    assert offered == {t for t in ScopeKind if check_scope_change(source, t).allowed}
