@@ -1,4 +1,6 @@
-"""Demo data for `manage.py seed_demo`: a member with a handful of memories."""
+"""Demo data for `manage.py seed_demo`: a member with a handful of memories, among them a
+guess to confirm or reject, a question to answer, a conversation's memory and a notebook
+(so that every action of the memory pages has something to act on)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,17 @@ DEMO_MEMORIES = (
     ("goal", "I am training for a half marathon in the spring"),
     ("work", "I work as a bakery manager"),
     ("family", "My sister Ana lives in Porto"),
+)
+
+
+# (scope kind, extra identifiers, category, body, origin): written after DEMO_MEMORIES.
+DEMO_EXTRAS = (
+    ("profile", {}, "preference", "You seem to enjoy jazz in the evenings", "model-inferred"),
+    ("session", {"sessionId": "demo-chat"}, "goal", "We talked about a trip to Rome", "user-stated"),
+    ("notebook", {"notebookId": "travel"}, "goal", "Visit Kyoto in the autumn", "user-stated"),
+    ("profile", {}, "preference", "My favourite colour is blue", "user-stated"),
+    # Same fact, other value: Iris asks the member which one stands.
+    ("profile", {}, "preference", "My favourite colour is green", "user-stated"),
 )
 
 
@@ -47,4 +60,16 @@ def seed(*, tenant: Tenant, member: User) -> int:
                 origin="user-stated",
             ),
         )
-    return len(DEMO_MEMORIES)
+    for kind, extra, category, body, origin in DEMO_EXTRAS:
+        memory_write(
+            principal=principal,
+            member=member,
+            draft=MemoryDraft(
+                scope_kind=kind,
+                scope_identifiers={"userId": str(member.public_id), **extra},
+                category=category,
+                body=body,
+                origin=origin,
+            ),
+        )
+    return len(DEMO_MEMORIES) + len(DEMO_EXTRAS)

@@ -196,10 +196,18 @@ def test_seed_demo_prints_logins(capsys, settings) -> None:
     assert live.destination_tier == "local"
     from memory.models import MemoryEntry
 
+    from memory.models import PendingConflict
+
     member = User.objects.get(username="demo-member")
-    assert MemoryEntry.objects.filter(member=member, is_current=True).count() == 5
+    # The five memories, a guess, a conversation's memory, a notebook's and a favourite
+    # colour whose second value waits as a question.
+    assert MemoryEntry.objects.filter(member=member, is_current=True).count() == 9
+    mine = MemoryEntry.objects.filter(member=member, is_current=True)
+    assert mine.filter(origin="model-inferred", lifecycle="draft").count() == 1
+    assert mine.filter(scope_kind="notebook").count() == 1
+    assert PendingConflict.objects.filter(member=member, status="open").count() == 1
     call_command("seed_demo")  # a second run adds no duplicates
-    assert MemoryEntry.objects.filter(member=member, is_current=True).count() == 5
+    assert MemoryEntry.objects.filter(member=member, is_current=True).count() == 9
 
 
 def test_production_refuses_to_start_without_a_broker(tmp_path) -> None:
