@@ -22,9 +22,15 @@ DEMO_MEMORIES = (
 
 
 # (scope kind, extra identifiers, category, body, origin): written after DEMO_MEMORIES.
-DEMO_EXTRAS = (
+DEMO_EXTRAS: tuple[tuple[str, dict[str, str], str, str, str], ...] = (
     ("profile", {}, "preference", "You seem to enjoy jazz in the evenings", "model-inferred"),
-    ("session", {"sessionId": "demo-chat"}, "goal", "We talked about a trip to Rome", "user-stated"),
+    (
+        "session",
+        {"sessionId": "demo-chat"},
+        "goal",
+        "We talked about a trip to Rome",
+        "user-stated",
+    ),
     ("notebook", {"notebookId": "travel"}, "goal", "Visit Kyoto in the autumn", "user-stated"),
     ("profile", {}, "preference", "My favourite colour is blue", "user-stated"),
     # Same fact, other value: Iris asks the member which one stands.

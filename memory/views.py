@@ -113,7 +113,9 @@ class ForgetTopicForm(StepUpForm):
 
     def __init__(self, *args: Any, topics: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["category"].choices = topics
+        field = self.fields["category"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = topics
         # The topic comes first on the page, the password after it.
         self.order_fields(["category", "password"])
 
@@ -382,94 +384,61 @@ def forget(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
     return render(request, "memory/forget.html", context)
 
 
-@login_required
-@require_POST
-def pause(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
-    member = _member(request)
-    entry = _entry(request, member, entry_id)
-    _act(
-        request,
-        lambda: services.memory_pause(
-            principal=_principal(request), member=member, entry_id=entry.entry_id
-        ),
-        "Paused. The assistant will not use this memory until you resume it.",
-    )
-    return _back_to(entry.entry_id)
+EntryCall = Callable[[Principal, User, MemoryEntry], Any]
+EntryView = Callable[[HttpRequest, uuid.UUID], HttpResponse]
 
 
-@login_required
-@require_POST
-def resume(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
-    member = _member(request)
-    entry = _entry(request, member, entry_id)
-    _act(
-        request,
-        lambda: services.memory_resume(
-            principal=_principal(request), member=member, entry_id=entry.entry_id
-        ),
-        "Resumed. The assistant may use this memory again.",
-    )
-    return _back_to(entry.entry_id)
+def _entry_action(call: EntryCall, success: Callable[[], str]) -> EntryView:
+    """A POST-only page action: one service call on one of the member's entries (404 for
+    anyone else's), then back to the entry's page with what happened."""
+
+    @login_required
+    @require_POST
+    def view(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
+        member = _member(request)
+        entry = _entry(request, member, entry_id)
+        _act(request, lambda: call(_principal(request), member, entry), success())
+        return _back_to(entry.entry_id)
+
+    return view
 
 
-@login_required
-@require_POST
-def confirm(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
-    member = _member(request)
-    entry = _entry(request, member, entry_id)
-    _act(
-        request,
-        lambda: services.memory_confirm(
-            principal=_principal(request), member=member, entry_id=entry.entry_id
-        ),
-        WORDS["confirmed"],
-    )
-    return _back_to(entry.entry_id)
-
-
-@login_required
-@require_POST
-def reject(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
+def _reject_guess(principal: Principal, member: User, entry: MemoryEntry) -> Any:
     """Reject a guess: it is forgotten, and can be brought back like any forgotten memory."""
-    member = _member(request)
-    entry = _entry(request, member, entry_id)
     if not _is_guess(entry):
         raise Http404("Only a guess can be rejected.")
-    _act(
-        request,
-        lambda: services.memory_forget(
-            principal=_principal(request),
-            member=member,
-            entry_id=entry.entry_id,
-            reason_code="guess-rejected",
-        ),
-        f"{WORDS['rejected']} You can undo this until {_undo_until(_now())}.",
+    return services.memory_forget(
+        principal=principal, member=member, entry_id=entry.entry_id, reason_code="guess-rejected"
     )
-    return _back_to(entry.entry_id)
 
 
-@login_required
-@require_POST
-def restore(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
-    member = _member(request)
-    entry = _entry(request, member, entry_id)
-    _act(
-        request,
-        lambda: services.memory_restore(
-            principal=_principal(request), member=member, entry_id=entry.entry_id, now=_now()
-        ),
-        WORDS["undo_done"],
-    )
-    return _back_to(entry.entry_id)
+pause = _entry_action(
+    lambda p, m, e: services.memory_pause(principal=p, member=m, entry_id=e.entry_id),
+    lambda: "Paused. The assistant will not use this memory until you resume it.",
+)
+resume = _entry_action(
+    lambda p, m, e: services.memory_resume(principal=p, member=m, entry_id=e.entry_id),
+    lambda: "Resumed. The assistant may use this memory again.",
+)
+confirm = _entry_action(
+    lambda p, m, e: services.memory_confirm(principal=p, member=m, entry_id=e.entry_id),
+    lambda: WORDS["confirmed"],
+)
+reject = _entry_action(
+    _reject_guess,
+    lambda: f"{WORDS['rejected']} You can undo this until {_undo_until(_now())}.",
+)
+restore = _entry_action(
+    lambda p, m, e: services.memory_restore(principal=p, member=m, entry_id=e.entry_id, now=_now()),
+    lambda: WORDS["undo_done"],
+)
 
 
 @login_required
 @require_GET
 def forgotten(request: HttpRequest) -> HttpResponse:
     member = _member(request)
-    entries = selectors.recently_forgotten(
-        principal=_principal(request), member=member, now=_now()
-    )
+    entries = selectors.recently_forgotten(principal=_principal(request), member=member, now=_now())
     for entry in entries:
         entry.undo_until = purge_due_at(entry.updated_at)  # type: ignore[attr-defined]
         entry.topic_label = topic_label(entry.category)  # type: ignore[attr-defined]
@@ -480,7 +449,9 @@ def forgotten(request: HttpRequest) -> HttpResponse:
 def _topics(member: User, principal: Principal) -> list[tuple[str, str]]:
     """The topics the member has live memories in, with how many each."""
     counts: dict[str, int] = {}
-    for entry in selectors.memory_list(principal=principal, member=member, limit=LIST_LIMIT).entries:
+    for entry in selectors.memory_list(
+        principal=principal, member=member, limit=LIST_LIMIT
+    ).entries:
         counts[entry.category] = counts.get(entry.category, 0) + 1
     return [
         (category, f"{topic_label(category)} ({n} memor{'y' if n == 1 else 'ies'})")
@@ -497,7 +468,9 @@ def _forget_many(request: HttpRequest, *, everything: bool) -> HttpResponse:
     topics = [] if everything else _topics(member, principal)
     form: StepUpForm
     form_class: Callable[..., StepUpForm]
-    form_class = StepUpForm if everything else (lambda *a, **k: ForgetTopicForm(*a, topics=topics, **k))
+    form_class = (
+        StepUpForm if everything else (lambda *a, **k: ForgetTopicForm(*a, topics=topics, **k))
+    )
     status = 200
     if request.method == "POST":
         form = form_class(request.POST)

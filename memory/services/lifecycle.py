@@ -20,9 +20,8 @@ from governance.pipeline import (
     Hook,
     record_pending,
 )
-from memory import selectors
 from governance.principal import Principal
-from memory import controls
+from memory import controls, selectors
 from memory.enums import (
     CANONICAL_DEFAULT_ADAPTER,
     Lifecycle,

@@ -70,9 +70,16 @@ def guess(member, body: str) -> MemoryEntry:
     return written(member, body, origin="model-inferred", principal=as_surface(member))
 
 
-def approve_by_keyboard(page: Page) -> None:
-    tab_to_text(page, "Approve")
+def press(page: Page, button: str, says: str = "") -> None:
+    """Tab to `button`, press Enter, and (with `says`) wait for the page's message."""
+    tab_to_text(page, button)
     page.keyboard.press("Enter")
+    if says:
+        expect(status(page)).to_contain_text(says)
+
+
+def approve_by_keyboard(page: Page) -> None:
+    press(page, "Approve")
 
 
 def test_forget_a_topic_with_step_up_and_approval_then_undo(
@@ -104,9 +111,7 @@ def test_forget_a_topic_with_step_up_and_approval_then_undo(
     page.keyboard.type("Work")
     tab_to_id(page, "id_password")
     page.keyboard.type(PASSWORD)
-    tab_to_text(page, "Forget every memory about this topic")
-    page.keyboard.press("Enter")
-    expect(status(page)).to_contain_text("waiting for your approval")
+    press(page, "Forget every memory about this topic", "waiting for your approval")
     expect(page.locator(".approval")).to_contain_text("forget every memory about one topic")
     # Fresh now: the page no longer asks for the password.
     expect(page.locator("#id_password")).to_have_count(0)
@@ -121,9 +126,7 @@ def test_forget_a_topic_with_step_up_and_approval_then_undo(
     look(page, axe_check, "memory-recently-forgotten")
     assert current(work).lifecycle == "tombstoned" and current(home).lifecycle == "active"
 
-    tab_to_text(page, "Undo")
-    page.keyboard.press("Enter")
-    expect(status(page)).to_contain_text("Brought back.")
+    press(page, "Undo", "Brought back.")
     expect(page.get_by_role("heading", level=1)).to_have_text("Work as baker")
     look(page, axe_check, "memory-detail-brought-back")
     assert current(work).lifecycle == "active"
@@ -174,9 +177,7 @@ def test_undo_inside_the_grace_window_and_not_after_it(
     look(page, axe_check, "memory-detail-too-late-to-undo")
 
     page.goto("/memory/forgotten/")
-    tab_to_text(page, "Undo")
-    page.keyboard.press("Enter")
-    expect(status(page)).to_contain_text("Brought back.")
+    press(page, "Undo", "Brought back.")
     assert current(inside).lifecycle == "active"
     assert current(after).lifecycle == "tombstoned"
 
@@ -189,18 +190,14 @@ def test_confirm_one_guess_and_reject_another(
     login(page, "ada", PASSWORD, next_path=f"/memory/{jazz.entry_id}/")
     expect(page.locator("main")).to_contain_text("Iris guessed this")
     look(page, axe_check, "memory-detail-guess")
-    tab_to_text(page, "Confirm")
-    page.keyboard.press("Enter")
-    expect(status(page)).to_contain_text("Confirmed.")
+    press(page, "Confirm", "Confirmed.")
     expect(page.locator("main")).to_contain_text("You confirmed")
     expect(page.locator("main")).not_to_contain_text("Iris guessed this")
     look(page, axe_check, "memory-detail-guess-confirmed")
     assert (current(jazz).origin, current(jazz).lifecycle) == ("user-confirmed", "active")
 
     page.goto(f"/memory/{tea.entry_id}/")
-    tab_to_text(page, "Reject")
-    page.keyboard.press("Enter")
-    expect(status(page)).to_contain_text("Rejected.")
+    press(page, "Reject", "Rejected.")
     expect(page.get_by_role("button", name="Undo")).to_be_visible()
     look(page, axe_check, "memory-detail-guess-rejected")
     assert current(tea).lifecycle == "tombstoned"
@@ -216,9 +213,7 @@ def test_answer_a_question_on_the_memory_page(
     login(page, "ada", PASSWORD, next_path="/memory/")
     expect(page.locator("main")).to_contain_text("Questions for you")
     look(page, axe_check, "memory-home-question")
-    tab_to_text(page, "Update it")
-    page.keyboard.press("Enter")
-    expect(status(page)).to_contain_text("Updated.")
+    press(page, "Update it", "Updated.")
     expect(page.locator("main")).not_to_contain_text("Questions for you")
     assert current(prior).body == "My favourite colour is green"
     assert not PendingConflict.objects.filter(status="open").exists()
@@ -242,20 +237,26 @@ def move_by_keyboard(page: Page, target: str, *, notebook: str = "") -> None:
         tab_to_id(page, "id_new_notebook")
         page.keyboard.press("Control+A")
         page.keyboard.type(notebook)
-    tab_to_text(page, "Move")
-    page.keyboard.press("Enter")
-    expect(status(page)).to_contain_text("Moved to")
+    press(page, "Move", "Moved to")
 
 
 def test_every_allowed_scope_move_and_no_other(
     page: Page, live_server, ada, login, axe_check
 ) -> None:
     chat = written(
-        ada, "We talked about Rome", kind="session", identifiers=scope_of(ada, "session", sessionId="c1")
+        ada,
+        "We talked about Rome",
+        kind="session",
+        identifiers=scope_of(ada, "session", sessionId="c1"),
     )
-    shared = written(ada, "Office closes at six", kind="tenant", identifiers=scope_of(ada, "tenant"))
+    shared = written(
+        ada, "Office closes at six", kind="tenant", identifiers=scope_of(ada, "tenant")
+    )
     written(
-        ada, "Visit Kyoto", kind="notebook", identifiers=scope_of(ada, "notebook", notebookId="travel")
+        ada,
+        "Visit Kyoto",
+        kind="notebook",
+        identifiers=scope_of(ada, "notebook", notebookId="travel"),
     )
     login(page, "ada", PASSWORD, next_path=f"/memory/{chat.entry_id}/")
 
@@ -278,7 +279,10 @@ def test_every_allowed_scope_move_and_no_other(
 
     # session → profile.
     other = written(
-        ada, "We talked about Oslo", kind="session", identifiers=scope_of(ada, "session", sessionId="c2")
+        ada,
+        "We talked about Oslo",
+        kind="session",
+        identifiers=scope_of(ada, "session", sessionId="c2"),
     )
     page.goto(f"/memory/{other.entry_id}/")
     move_by_keyboard(page, "profile")

@@ -194,9 +194,7 @@ def test_seed_demo_prints_logins(capsys, settings) -> None:
     assert "local tier" in out
     live = SurfaceClient.objects.get(surface="assistant", revoked_at__isnull=True)
     assert live.destination_tier == "local"
-    from memory.models import MemoryEntry
-
-    from memory.models import PendingConflict
+    from memory.models import MemoryEntry, PendingConflict
 
     member = User.objects.get(username="demo-member")
     # The five memories, a guess, a conversation's memory, a notebook's and a favourite

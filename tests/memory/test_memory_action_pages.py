@@ -38,8 +38,7 @@ def clock(monkeypatch):
 
 
 @pytest.fixture
-def browser(ready) -> Client:
-    client = Client()
+def browser(client: Client, ready) -> Client:
     client.force_login(ready)
     return client
 
@@ -114,7 +113,10 @@ def test_forget_topic_with_step_up_waits_for_approval_then_forgets_only_that_top
     response = browser.post(url("forget_topic"), {"category": "work", "password": PASSWORD})
     assert response.status_code == 302 and response["Location"] == url("forget_topic")
     approval = Approval.objects.get()
-    assert (approval.operation, approval.arguments) == ("memory.clear_category", {"category": "work"})
+    assert (approval.operation, approval.arguments) == (
+        "memory.clear_category",
+        {"category": "work"},
+    )
     assert current(work).lifecycle == "active"  # nothing before the member's approval
     page = browser.get(url("forget_topic")).content.decode()
     assert "waiting for your approval" in page and str(approval.id) in page
@@ -299,7 +301,9 @@ def test_a_question_is_answered_on_the_memory_itself(browser, ready) -> None:
 
 def offered(client: Client, entry) -> set[str]:
     html = client.get(url("detail", entry)).content.decode()
-    return {kind for kind in ("profile", "session", "notebook", "tenant") if f'value="{kind}"' in html}
+    return {
+        kind for kind in ("profile", "session", "notebook", "tenant") if f'value="{kind}"' in html
+    }
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ from memory.rules.scopes import (
     ScopeRuleError,
     build_scope_key,
     check_scope_change,
-    scope_change_targets,
     is_reachable_scope,
     parse_scope_key,
     reachable_kinds,
+    scope_change_targets,
     validate_scope,
 )
 
