@@ -165,6 +165,11 @@ def test_step_up_stays_fresh_for_five_minutes_only(browser, ready, clock, later,
         assert not Approval.objects.filter(operation="memory.clear_all").exists()
 
 
+def test_forget_topic_with_no_memories_offers_no_form(browser, ready, clock) -> None:
+    html = browser.get(url("forget_topic")).content.decode()
+    assert "You have no memories to forget." in html and 'type="password"' not in html
+
+
 def test_forget_topic_refuses_a_topic_the_member_has_no_memory_in(browser, ready, clock):
     written(ready, "I work as a baker", category="work")
     response = browser.post(url("forget_topic"), {"category": "medical", "password": PASSWORD})
