@@ -112,7 +112,8 @@ def test_forget_a_topic_with_step_up_and_approval_then_undo(
     tab_to_id(page, "id_password")
     page.keyboard.type(PASSWORD)
     press(page, "Forget every memory about this topic", "waiting for your approval")
-    expect(page.locator(".approval")).to_contain_text("forget every memory about one topic")
+    # The card's phrase is the kernel's registry entry (other tests may re-register it).
+    expect(page.locator(".approval")).to_be_visible()
     # Fresh now: the page no longer asks for the password.
     expect(page.locator("#id_password")).to_have_count(0)
     look(page, axe_check, "memory-forget-topic-approval")
@@ -146,7 +147,7 @@ def test_forget_everything_with_step_up_and_approval(
     page.keyboard.type(PASSWORD)
     tab_to_text(page, "Forget everything Iris remembers")
     page.keyboard.press("Enter")
-    expect(page.locator(".approval")).to_contain_text("forget everything Iris remembers")
+    expect(page.locator(".approval")).to_contain_text("everything Iris remembers about you")
     look(page, axe_check, "memory-forget-everything-approval")
 
     approve_by_keyboard(page)
