@@ -96,7 +96,7 @@ def test_a_contradiction_raises_memory_conflict_with_its_question(iris, ready):
     assert (conflict.status, conflict.code) == (409, "memory-conflict")
     assert conflict.question
     assert conflict.entry_id == first.id
-    assert conflict.conflict_id is not None
+    assert conflict.conflict_id
     answered = iris.memories_conflict_answer(
         conflict.conflict_id, ConflictAnswerIn(user_id=ready, answer="update")
     )

@@ -89,19 +89,16 @@ class MemoryConflict(Conflict):
     `question` and answer with `memories_conflict_answer(conflict_id, ...)`."""
 
     @property
-    def question(self) -> str | None:
-        value = self.body.get("question")
-        return str(value) if value is not None else None
+    def question(self) -> str:
+        return str(self.body.get("question") or "")
 
     @property
-    def conflict_id(self) -> str | None:
-        value = self.body.get("conflictId")
-        return str(value) if value is not None else None
+    def conflict_id(self) -> str:
+        return str(self.body.get("conflictId") or "")
 
     @property
-    def entry_id(self) -> str | None:
-        value = self.body.get("entryId")
-        return str(value) if value is not None else None
+    def entry_id(self) -> str:
+        return str(self.body.get("entryId") or "")
 
 
 class OffTheRecord(Conflict):
