@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from governance.actions import AuditAction as A
+
 
 @dataclass(frozen=True)
 class EventType:
@@ -84,20 +86,20 @@ class Source:
     change: str
 
 
-# Audit action names (governance.actions.AuditAction values; plain strings keep this module
-# free of Django) → the event each becomes. Audit actions not listed emit nothing.
+# Audit actions → the event each becomes (`governance.actions` is plain Python). Audit
+# actions not listed emit nothing.
 SOURCES: Mapping[str, Source] = {
-    "iris.memory.entry.written": Source(MEMORY_WRITTEN, "written"),
-    "iris.memory.entry.corrected": Source(MEMORY_WRITTEN, "corrected"),
-    "iris.memory.entry.promoted": Source(MEMORY_WRITTEN, "promoted"),
-    "iris.memory.entry.forgotten": Source(MEMORY_FORGOTTEN, "soft"),
-    "iris.memory.entry.hard_deleted": Source(MEMORY_FORGOTTEN, "hard"),
-    "iris.memory.recall.resolved": Source(RECALL_COMPLETED, "resolved"),
-    "iris.consent.event.appended": Source(CONSENT_CHANGED, "appended"),
-    "iris.consent.events.purged": Source(CONSENT_CHANGED, "purged"),
-    "iris.dsar.request.submitted": Source(DATA_RIGHTS_SUBMITTED, "submitted"),
-    "iris.dsar.request.transitioned": Source(DATA_RIGHTS_TRANSITIONED, "transitioned"),
-    "iris.admin_inspection.transition": Source(INSPECTION_TRANSITIONED, "transitioned"),
+    A.MEMORY_ENTRY_WRITTEN: Source(MEMORY_WRITTEN, "written"),
+    A.MEMORY_ENTRY_CORRECTED: Source(MEMORY_WRITTEN, "corrected"),
+    A.MEMORY_ENTRY_PROMOTED: Source(MEMORY_WRITTEN, "promoted"),
+    A.MEMORY_ENTRY_FORGOTTEN: Source(MEMORY_FORGOTTEN, "soft"),
+    A.MEMORY_ENTRY_HARD_DELETED: Source(MEMORY_FORGOTTEN, "hard"),
+    A.MEMORY_RECALL_RESOLVED: Source(RECALL_COMPLETED, "resolved"),
+    A.CONSENT_EVENT_APPENDED: Source(CONSENT_CHANGED, "appended"),
+    A.CONSENT_EVENTS_PURGED: Source(CONSENT_CHANGED, "purged"),
+    A.DSAR_REQUEST_SUBMITTED: Source(DATA_RIGHTS_SUBMITTED, "submitted"),
+    A.DSAR_REQUEST_TRANSITIONED: Source(DATA_RIGHTS_TRANSITIONED, "transitioned"),
+    A.ADMIN_INSPECTION_TRANSITION: Source(INSPECTION_TRANSITIONED, "transitioned"),
 }
 
 MAX_DATA_STRING = 100

@@ -10,18 +10,19 @@ from hypothesis import strategies as st
 from events.catalogue import EVENT_TYPE_NAMES, SOURCES, derive
 from governance.actions import AuditAction
 
+A = AuditAction
 EXPECTED = [
-    ("iris.memory.entry.written", "memory.written", "written"),
-    ("iris.memory.entry.corrected", "memory.written", "corrected"),
-    ("iris.memory.entry.promoted", "memory.written", "promoted"),
-    ("iris.memory.entry.forgotten", "memory.forgotten", "soft"),
-    ("iris.memory.entry.hard_deleted", "memory.forgotten", "hard"),
-    ("iris.memory.recall.resolved", "recall.completed", "resolved"),
-    ("iris.consent.event.appended", "consent.changed", "appended"),
-    ("iris.consent.events.purged", "consent.changed", "purged"),
-    ("iris.dsar.request.submitted", "data_rights.submitted", "submitted"),
-    ("iris.dsar.request.transitioned", "data_rights.transitioned", "transitioned"),
-    ("iris.admin_inspection.transition", "inspection.transitioned", "transitioned"),
+    (A.MEMORY_ENTRY_WRITTEN, "memory.written", "written"),
+    (A.MEMORY_ENTRY_CORRECTED, "memory.written", "corrected"),
+    (A.MEMORY_ENTRY_PROMOTED, "memory.written", "promoted"),
+    (A.MEMORY_ENTRY_FORGOTTEN, "memory.forgotten", "soft"),
+    (A.MEMORY_ENTRY_HARD_DELETED, "memory.forgotten", "hard"),
+    (A.MEMORY_RECALL_RESOLVED, "recall.completed", "resolved"),
+    (A.CONSENT_EVENT_APPENDED, "consent.changed", "appended"),
+    (A.CONSENT_EVENTS_PURGED, "consent.changed", "purged"),
+    (A.DSAR_REQUEST_SUBMITTED, "data_rights.submitted", "submitted"),
+    (A.DSAR_REQUEST_TRANSITIONED, "data_rights.transitioned", "transitioned"),
+    (A.ADMIN_INSPECTION_TRANSITION, "inspection.transitioned", "transitioned"),
 ]
 
 
@@ -39,13 +40,13 @@ def test_the_table_is_complete_and_names_real_actions() -> None:
 
 
 def test_other_actions_emit_nothing() -> None:
-    assert derive("iris.governance.decision.allow", ["x"], {}) is None
-    assert derive("iris.vault.secret.stored", ["x"], {}) is None
+    assert derive(A.GOVERNANCE_DECISION_ALLOW, ["x"], {}) is None
+    assert derive(A.VAULT_SECRET_STORED, ["x"], {}) is None
 
 
 def test_a_recall_names_what_it_returned() -> None:
     derived = derive(
-        "iris.memory.recall.resolved",
+        A.MEMORY_RECALL_RESOLVED,
         ["m-1", "e-1", "e-2"],
         {"returnedIds": ["e-1", "e-2"], "scopeKeyHash": "abc", "suppressionCounts": {"x": 1}},
     )
