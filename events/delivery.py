@@ -83,23 +83,11 @@ def deliver(*, delivery_id: uuid.UUID | str, now: datetime | None = None) -> str
     try:
         govern(Hook.PRE_EGRESS, _operation(delivery, {"attempt": number}))
     except Denied as exc:
-        attempt = DeliveryAttempt.objects.create(
-            tenant_id=delivery.tenant_id,
-            delivery=delivery,
-            number=number,
-            host=endpoint.host,
-            started_at=now,
-        )
-        _finish(delivery, attempt, Outcome.REFUSED, None, exc.code, now, final=True)
+        refused = _new_attempt(delivery, number, now)
+        _finish(delivery, refused, Outcome.REFUSED, None, exc.code, now, final=True)
         return Outcome.REFUSED.value
     # The attempt row commits before the request leaves: a crash mid-POST still shows it.
-    attempt = DeliveryAttempt.objects.create(
-        tenant_id=delivery.tenant_id,
-        delivery=delivery,
-        number=number,
-        host=endpoint.host,
-        started_at=now,
-    )
+    attempt = _new_attempt(delivery, number, now)
     body = encode(event_body(delivery.event))
     timestamp = int(now.timestamp())
     secret = vault_get(endpoint.secret_handle, tenant=endpoint.tenant, owner=None)
@@ -116,6 +104,16 @@ def deliver(*, delivery_id: uuid.UUID | str, now: datetime | None = None) -> str
     status_code, outcome, reason = _post(endpoint.url, body, headers)
     _finish(delivery, attempt, outcome, status_code, reason, now, final=False)
     return outcome.value
+
+
+def _new_attempt(delivery: Delivery, number: int, now: datetime) -> DeliveryAttempt:
+    return DeliveryAttempt.objects.create(
+        tenant_id=delivery.tenant_id,
+        delivery=delivery,
+        number=number,
+        host=delivery.endpoint.host,
+        started_at=now,
+    )
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, Any, str]:

@@ -67,6 +67,22 @@ def _govern(
     return pending
 
 
+def _audit(
+    principal: Principal,
+    endpoint: WebhookEndpoint,
+    action: AuditAction,
+    payload: dict[str, object] | None = None,
+) -> None:
+    audit_record(
+        actor=principal.actor,
+        action=action,
+        tenant_id=endpoint.tenant_id,
+        policy_id=POLICY_ID,
+        subject_ids=[endpoint.id],
+        payload=payload,
+    )
+
+
 def webhook_create(
     *, principal: Principal, tenant: Tenant, url: str, event_types: list[str] | str
 ) -> CreatedWebhook:
@@ -95,13 +111,11 @@ def webhook_create(
             event_types=list(types),
             secret_handle=handle,
         )
-        audit_record(
-            actor=principal.actor,
-            action=AuditAction.GOVERNANCE_WEBHOOK_CREATED,
-            tenant_id=tenant.id,
-            policy_id=POLICY_ID,
-            subject_ids=[endpoint.id],
-            payload={"host": target.host, "eventTypes": list(types)},
+        _audit(
+            principal,
+            endpoint,
+            AuditAction.GOVERNANCE_WEBHOOK_CREATED,
+            {"host": target.host, "eventTypes": list(types)},
         )
     forget_endpoint_cache(tenant.id)
     return CreatedWebhook(endpoint=endpoint, secret=secret)
@@ -128,12 +142,6 @@ def webhook_deactivate(
         endpoint.active = False
         endpoint.deactivated_at = timezone.now()
         endpoint.save(update_fields=["active", "deactivated_at"])
-        audit_record(
-            actor=principal.actor,
-            action=AuditAction.GOVERNANCE_WEBHOOK_DEACTIVATED,
-            tenant_id=tenant.id,
-            policy_id=POLICY_ID,
-            subject_ids=[endpoint.id],
-        )
+        _audit(principal, endpoint, AuditAction.GOVERNANCE_WEBHOOK_DEACTIVATED)
     forget_endpoint_cache(tenant.id)
     return endpoint

@@ -347,3 +347,5 @@ IRIS_WEBHOOK_ALLOW_HTTP_LOOPBACK = env_bool("IRIS_WEBHOOK_ALLOW_HTTP_LOOPBACK", 
 IRIS_WEBHOOK_TIMEOUT_SECONDS = env_float("IRIS_WEBHOOK_TIMEOUT_SECONDS", 5.0)
 IRIS_WEBHOOK_MAX_ATTEMPTS = env_int("IRIS_WEBHOOK_MAX_ATTEMPTS", 6)
 IRIS_WEBHOOK_RETRY_SECONDS = env_float("IRIS_WEBHOOK_RETRY_SECONDS", 30.0)
+# httpx logs each request's URL at INFO; a webhook's path or query may hold its owner's token.
+LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
