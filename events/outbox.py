@@ -87,7 +87,10 @@ def _on_audit(audit_events: list[AuditEvent]) -> None:
 def _dispatch_soon() -> None:
     from events.tasks import dispatch
 
-    dispatch.delay()
+    try:
+        dispatch.delay()
+    except Exception:  # the beat task dispatches later; never fail a committed change for it
+        log.exception("events: could not queue the dispatch after commit")
 
 
 def _has_endpoints(tenant_id: uuid.UUID) -> bool:

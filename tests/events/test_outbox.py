@@ -74,3 +74,20 @@ def test_cursors_count_up_per_tenant_in_publish_order(ready, foreign_member) -> 
     assert publish_pending() == 1
     assert _events(ready.tenant_id)[-1].cursor == len(mine) + 1
     assert publish_pending() == 0  # nothing twice
+
+
+def test_a_broker_that_is_down_does_not_fail_the_committed_change(
+    ready, monkeypatch, django_capture_on_commit_callbacks, caplog
+) -> None:
+    from events import outbox
+    from events.tasks import dispatch
+
+    def down() -> None:
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr(outbox, "_has_endpoints", lambda tenant_id: True)
+    monkeypatch.setattr(dispatch, "delay", down)
+    with django_capture_on_commit_callbacks(execute=True):
+        written(ready, SECRETISH_BODY)
+    assert _events(ready.tenant_id, "memory.written")
+    assert "could not queue the dispatch" in caplog.text
