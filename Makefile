@@ -35,7 +35,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy governance consent memory iris_site dsar inspection manage.py
+	$(VENV)/bin/mypy governance consent memory iris_site dsar inspection events manage.py
 	$(VENV)/bin/mypy --config-file clients/python/pyproject.toml clients/python/iris_client
 
 format: install

@@ -98,6 +98,20 @@ class AuditAction(StrEnum):
         "a surface client's key was revoked",
     )
 
+    # Webhooks (events): endpoints a tenant declares, deliveries that gave up
+    GOVERNANCE_WEBHOOK_CREATED = (
+        "iris.governance.webhook.created",
+        "a tenant declared a webhook endpoint and its signing secret was vaulted",
+    )
+    GOVERNANCE_WEBHOOK_DEACTIVATED = (
+        "iris.governance.webhook.deactivated",
+        "a webhook endpoint was switched off; nothing more is posted to it",
+    )
+    GOVERNANCE_WEBHOOK_DELIVERY_FAILED = (
+        "iris.governance.webhook_delivery.failed",
+        "an event could not be delivered to a webhook endpoint and Iris stopped trying",
+    )
+
     # The vault
     VAULT_SECRET_STORED = "iris.vault.secret.stored", "a secret was sealed into the vault"
     VAULT_SECRET_DELETED = "iris.vault.secret.deleted", "a secret was removed from the vault"

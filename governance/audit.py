@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -184,7 +184,20 @@ def _write(events: list[AuditEvent]) -> None:
         queued.extend(events)
         return
     plainsql.insert(AuditEvent, events)
+    for listener in _listeners:
+        listener(events)
     _request_seal_after_commit()
+
+
+# Called with each batch of events as it is inserted, inside the same transaction (so what
+# a listener writes commits or rolls back with them). Apps register here: governance knows
+# none of them. `events.outbox` derives the events other systems receive.
+_listeners: list[Callable[[list[AuditEvent]], None]] = []
+
+
+def add_listener(listener: Callable[[list[AuditEvent]], None]) -> None:
+    if listener not in _listeners:
+        _listeners.append(listener)
 
 
 def _event(

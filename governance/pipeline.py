@@ -37,6 +37,10 @@ class Hook(StrEnum):
     PRE_DESTRUCTIVE = "pre_destructive"
     PRE_RESPONSE = "pre_response"
     POST_OPERATION = "post_operation"
+    # Spec 003: a request through the governed HTTP client, before it is sent and after it
+    # ends (events.delivery posts webhooks this way).
+    PRE_EGRESS = "pre_egress"
+    POST_EGRESS = "post_egress"
 
 
 class Effect(StrEnum):

@@ -66,4 +66,6 @@ BEAT_SCHEDULE: dict[str, dict] = {
         "task": "inspection.tasks.deliver_notices",
         "schedule": crontab(minute="*/10"),
     },
+    # Events (events/tasks.py): publish committed events, then post what is due.
+    "events-dispatch": {"task": "events.tasks.dispatch", "schedule": 15.0},
 }

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "memory.continuity",
     "dsar",
     "inspection",
+    "events",
 ]
 
 MIDDLEWARE = [
@@ -337,3 +338,14 @@ IRIS_OPERATOR_SESSION_IDLE_SECONDS = env_int("IRIS_OPERATOR_SESSION_IDLE_SECONDS
 IRIS_LOGIN_SECOND_STEP_SECONDS = env_int("IRIS_LOGIN_SECOND_STEP_SECONDS", 300)
 # axes logs every attempt at INFO; the audit chain already records them.
 LOGGING["loggers"]["axes"] = {"level": "WARNING"}
+
+# Events and webhooks (docs/decisions/events.md): hosts a webhook may point at (a name, or
+# `.example.com` for a domain and everything under it), plain http to a loopback host (tests
+# and development only), the POST timeout, attempts before a delivery fails, the first wait.
+IRIS_WEBHOOK_ALLOWED_HOSTS = env_list("IRIS_WEBHOOK_ALLOWED_HOSTS", [])
+IRIS_WEBHOOK_ALLOW_HTTP_LOOPBACK = env_bool("IRIS_WEBHOOK_ALLOW_HTTP_LOOPBACK", DEBUG)
+IRIS_WEBHOOK_TIMEOUT_SECONDS = env_float("IRIS_WEBHOOK_TIMEOUT_SECONDS", 5.0)
+IRIS_WEBHOOK_MAX_ATTEMPTS = env_int("IRIS_WEBHOOK_MAX_ATTEMPTS", 6)
+IRIS_WEBHOOK_RETRY_SECONDS = env_float("IRIS_WEBHOOK_RETRY_SECONDS", 30.0)
+# httpx logs each request's URL at INFO; a webhook's path or query may hold its owner's token.
+LOGGING["loggers"]["httpx"] = {"level": "WARNING"}

@@ -21,6 +21,7 @@ urlpatterns = [
     path("api/v1/", include("memory.continuity.api_urls")),
     path("api/v1/", include("dsar.api_urls")),
     path("api/v1/", include("inspection.api_urls")),
+    path("api/v1/", include("events.api_urls")),
     path("consent/", include("consent.urls")),
     path("memory/", include("memory.urls")),
     path("approvals/", include("governance.urls_approvals")),

@@ -525,6 +525,7 @@ def test_every_operation_is_in_the_list() -> None:
         "api-inspection-detail",
         "api-inspection-snapshot",
         "api-inspection-replay",
+        "api-events",
     }
     api = {n for n in names if n.startswith("api-") and n not in {"api-schema", "api-docs"}}
     assert api <= covered | read_only, api - covered - read_only

@@ -12,7 +12,7 @@ from governance.actions import FORMER_NAMES, AuditAction, decision_action, store
 from governance.pipeline import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("governance", "consent", "memory", "dsar", "inspection", "iris_site")
+APPS = ("governance", "consent", "memory", "dsar", "inspection", "iris_site", "events")
 # `action=` means something else to these: argparse's store_true, and the plain-words
 # phrase an approval shows the member ("forget a memory").
 NOT_AUDIT = {"add_argument", "register_resumable", "describe_operation"}

@@ -47,6 +47,8 @@ SERVICE_MODULES = (
     "dsar.access",
     "inspection.services",
     "inspection.jobs",
+    "events.services",
+    "events.delivery",
 )
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from tests.helpers_celery import celery_worker
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,36 +24,9 @@ def test_real_celery_worker_runs_a_task(require_redis, tmp_path, monkeypatch) ->
     assert app.conf.broker_url.startswith("redis://")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "iris_site.settings_test"}
     log = tmp_path / "worker.log"
-    with log.open("w") as out:
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "iris_site",
-                "worker",
-                "--pool=solo",
-                "--concurrency=1",
-                "--without-gossip",
-                "--without-mingle",
-                "--loglevel=INFO",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            result = ping.delay("iris")
-            assert result.get(timeout=60) == "pong:iris"
-        finally:
-            worker.terminate()
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+    with celery_worker(env, log):
+        result = ping.delay("iris")
+        assert result.get(timeout=60) == "pong:iris"
     assert "governance.tasks.ping" in log.read_text()
 
 
