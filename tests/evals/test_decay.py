@@ -60,7 +60,7 @@ def test_synthetic_timelines_retire_exactly_the_stale_inferences(
         events.append((written_day, index, "write", 0))
         events.extend((m.day, index, "recall", m.references) for m in moments)
     ids: dict[int, str] = {}
-    references = {i: 0 for i in range(len(memories))}
+    references = dict.fromkeys(range(len(memories)), 0)
     last_day = {i: memories[i][2] for i in range(len(memories))}
     for day, index, what, count in sorted(events):
         clock.move_to(T0 + timedelta(days=day))
@@ -96,7 +96,7 @@ def test_synthetic_timelines_retire_exactly_the_stale_inferences(
         assert got.status_code == (404 if did_retire else 200), got.content
         if not did_retire:
             assert got.json()["referenceCount"] == references[index]
-        assert did_retire == should_retire, (index, origin, weight, entry["lifecycle"])
+        assert did_retire == should_retire, (index, origin, weight)
         agree += 1
         retired += did_retire
         expected_retired += should_retire
