@@ -13,6 +13,9 @@ from django.utils import timezone
 from tests.evals.generators import T0
 from tests.evals.metrics import PROPERTY
 
+# The inspection personas (operators of every role, a member with sensitive memory).
+from tests.inspection.conftest import client_for, ops, remembered  # noqa: F401
+
 
 @pytest.fixture
 def metric(request: pytest.FixtureRequest) -> Callable[..., None]:

@@ -29,22 +29,62 @@ class Product:
 
 
 PRODUCTS: tuple[Product, ...] = (
-    Product("Tara", "tara", "session:{u}:tara-1", "segment", "listening",
-            ({"ref": "book-42/ch-3/seg-7", "offsetMs": 1200},
-             {"ref": "book-42/ch-3/seg-7", "offsetMs": 73500},
-             {"ref": "book-42/ch-3/seg-8", "offsetMs": 4100})),
-    Product("Psyche", "assistant", "session:{u}:chat-9", "turn", "conversing",
-            ({"ref": "turn-11"}, {"ref": "turn-12"}, {"ref": "turn-15"})),
-    Product("Living Scenes", "studio", "scene:{u}:s-3:harbour", "scene", "practicing",
-            ({"ref": "harbour/beat-1", "position": 1},
-             {"ref": "harbour/beat-2", "position": 2},
-             {"ref": "harbour/beat-2", "position": 3})),
-    Product("Nisaba", "nisaba", "session:{u}:read-5", "page", "reading",
-            ({"ref": "atlas/p-10"}, {"ref": "atlas/p-11", "position": 40},
-             {"ref": "atlas/p-12", "position": 5})),
-    Product("Metis", "metis", "session:{u}:course-2", "lesson-step", "studying",
-            ({"ref": "algebra/l-4/step-1"}, {"ref": "algebra/l-4/step-2"},
-             {"ref": "algebra/l-5/step-1"})),
+    Product(
+        "Tara",
+        "tara",
+        "session:{u}:tara-1",
+        "segment",
+        "listening",
+        (
+            {"ref": "book-42/ch-3/seg-7", "offsetMs": 1200},
+            {"ref": "book-42/ch-3/seg-7", "offsetMs": 73500},
+            {"ref": "book-42/ch-3/seg-8", "offsetMs": 4100},
+        ),
+    ),
+    Product(
+        "Psyche",
+        "assistant",
+        "session:{u}:chat-9",
+        "turn",
+        "conversing",
+        ({"ref": "turn-11"}, {"ref": "turn-12"}, {"ref": "turn-15"}),
+    ),
+    Product(
+        "Living Scenes",
+        "studio",
+        "scene:{u}:s-3:harbour",
+        "scene",
+        "practicing",
+        (
+            {"ref": "harbour/beat-1", "position": 1},
+            {"ref": "harbour/beat-2", "position": 2},
+            {"ref": "harbour/beat-2", "position": 3},
+        ),
+    ),
+    Product(
+        "Nisaba",
+        "nisaba",
+        "session:{u}:read-5",
+        "page",
+        "reading",
+        (
+            {"ref": "atlas/p-10"},
+            {"ref": "atlas/p-11", "position": 40},
+            {"ref": "atlas/p-12", "position": 5},
+        ),
+    ),
+    Product(
+        "Metis",
+        "metis",
+        "session:{u}:course-2",
+        "lesson-step",
+        "studying",
+        (
+            {"ref": "algebra/l-4/step-1"},
+            {"ref": "algebra/l-4/step-2"},
+            {"ref": "algebra/l-5/step-1"},
+        ),
+    ),
 )
 
 
@@ -78,9 +118,7 @@ def test_reconnecting_resumes_at_the_exact_place(
     for place in product.places:
         at += timedelta(minutes=5)
         clock.move_to(at)
-        written = surface_api.post(
-            URL, token(member, product, place, "phone", at), format="json"
-        )
+        written = surface_api.post(URL, token(member, product, place, "phone", at), format="json")
         assert written.status_code in (200, 201), written.content
         assert written.json()["outcome"] == "written"
         clock.move_to(at + timedelta(minutes=1))

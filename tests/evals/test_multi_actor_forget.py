@@ -9,9 +9,9 @@ import random
 
 import pytest
 
+from consent.enums import ConsentType
 from tests.evals.generators import STANDARD_TOPICS, canary
 from tests.evals.support import MEMORIES, ask, recalled
-from consent.enums import ConsentType
 from tests.factories import grant, grant_storage, payload
 from tests.helpers_db import find_in_database
 
