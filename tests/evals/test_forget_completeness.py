@@ -168,7 +168,8 @@ def test_erasure_leaves_no_trace_but_ids_and_fingerprints(
         work.process(request_id)  # idempotent: finishes whatever the queued run left
         if mode == "soft":
             # Inside the window nothing reaches a surface, but the member may still undo.
-            assert not [w for w in words if w in _answer_text(surface_api, ready)]
+            text = _answer_text(surface_api, ready)
+            assert not [w for w in words if w in text]
             clock.move_to(T0 + timedelta(hours=2))
             dsar_tasks.purge_soft_deletions.delay()
     else:
