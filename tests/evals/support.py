@@ -74,3 +74,42 @@ def leaked(answer, canaries: set[str]) -> set[str]:
     """The canaries found anywhere in an answer's bytes."""
     text = answer.content.decode()
     return {c for c in canaries if c in text}
+
+
+def place(
+    user: str,
+    *,
+    surface: str = "assistant",
+    scope_key: str | None = None,
+    anchor: dict[str, Any] | None = None,
+    posture: str = "conversing",
+    device: str = "phone-1",
+    at: str = "2026-03-01T12:00:00Z",
+    **extra: Any,
+) -> dict[str, Any]:
+    """A continuation-token body: where the member is in `surface`'s content."""
+    return {
+        "userId": user,
+        "scopeKey": scope_key or f"session:{user}:s-1",
+        "surfaceContext": {"surface": surface},
+        "anchorRef": {"surface": surface, **(anchor or {"kind": "turn", "ref": "turn-3"})},
+        "posture": posture,
+        "deviceId": device,
+        "clientTimestamp": at,
+        **extra,
+    }
+
+
+def consent(client: APIClient, user: str, consent_type: str, status: str = "granted"):
+    """Record a consent event through the API as the member's surface; the response."""
+    sensitive = consent_type.startswith("category:")
+    body = {
+        "userId": user,
+        "type": consent_type,
+        "status": status,
+        "legalBasis": "explicit_consent" if sensitive else "consent",
+        "captureMethod": "inline-prompt",
+    }
+    answer = client.post("/api/v1/consents", body, format="json")
+    assert answer.status_code == 201, answer.content
+    return answer

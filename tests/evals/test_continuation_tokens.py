@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from tests.evals.generators import T0
+from tests.evals.support import place
 
 pytestmark = pytest.mark.django_db
 
@@ -28,76 +29,38 @@ class Product:
     places: tuple[dict, ...]  # successive places, as a device reports them
 
 
+# fmt: off
 PRODUCTS: tuple[Product, ...] = (
-    Product(
-        "Tara",
-        "tara",
-        "session:{u}:tara-1",
-        "segment",
-        "listening",
-        (
-            {"ref": "book-42/ch-3/seg-7", "offsetMs": 1200},
-            {"ref": "book-42/ch-3/seg-7", "offsetMs": 73500},
-            {"ref": "book-42/ch-3/seg-8", "offsetMs": 4100},
-        ),
-    ),
-    Product(
-        "Psyche",
-        "assistant",
-        "session:{u}:chat-9",
-        "turn",
-        "conversing",
-        ({"ref": "turn-11"}, {"ref": "turn-12"}, {"ref": "turn-15"}),
-    ),
-    Product(
-        "Living Scenes",
-        "studio",
-        "scene:{u}:s-3:harbour",
-        "scene",
-        "practicing",
-        (
-            {"ref": "harbour/beat-1", "position": 1},
-            {"ref": "harbour/beat-2", "position": 2},
-            {"ref": "harbour/beat-2", "position": 3},
-        ),
-    ),
-    Product(
-        "Nisaba",
-        "nisaba",
-        "session:{u}:read-5",
-        "page",
-        "reading",
-        (
-            {"ref": "atlas/p-10"},
-            {"ref": "atlas/p-11", "position": 40},
-            {"ref": "atlas/p-12", "position": 5},
-        ),
-    ),
-    Product(
-        "Metis",
-        "metis",
-        "session:{u}:course-2",
-        "lesson-step",
-        "studying",
-        (
-            {"ref": "algebra/l-4/step-1"},
-            {"ref": "algebra/l-4/step-2"},
-            {"ref": "algebra/l-5/step-1"},
-        ),
-    ),
+    Product("Tara", "tara", "session:{u}:tara-1", "segment", "listening", (
+        {"ref": "book-42/ch-3/seg-7", "offsetMs": 1200},
+        {"ref": "book-42/ch-3/seg-7", "offsetMs": 73500},
+        {"ref": "book-42/ch-3/seg-8", "offsetMs": 4100})),
+    Product("Psyche", "assistant", "session:{u}:chat-9", "turn", "conversing", (
+        {"ref": "turn-11"}, {"ref": "turn-12"}, {"ref": "turn-15"})),
+    Product("Living Scenes", "studio", "scene:{u}:s-3:harbour", "scene", "practicing", (
+        {"ref": "harbour/beat-1", "position": 1},
+        {"ref": "harbour/beat-2", "position": 2},
+        {"ref": "harbour/beat-2", "position": 3})),
+    Product("Nisaba", "nisaba", "session:{u}:read-5", "page", "reading", (
+        {"ref": "atlas/p-10"}, {"ref": "atlas/p-11", "position": 40},
+        {"ref": "atlas/p-12", "position": 5})),
+    Product("Metis", "metis", "session:{u}:course-2", "lesson-step", "studying", (
+        {"ref": "algebra/l-4/step-1"}, {"ref": "algebra/l-4/step-2"},
+        {"ref": "algebra/l-5/step-1"})),
 )
+# fmt: on
 
 
-def token(member, product: Product, place: dict, device: str, at) -> dict:
-    return {
-        "userId": str(member.public_id),
-        "scopeKey": product.scope.format(u=member.public_id),
-        "surfaceContext": {"surface": product.surface},
-        "anchorRef": {"surface": product.surface, "kind": product.kind, **place},
-        "posture": product.posture,
-        "deviceId": device,
-        "clientTimestamp": at.isoformat().replace("+00:00", "Z"),
-    }
+def token(member, product: Product, where: dict, device: str, at) -> dict:
+    return place(
+        str(member.public_id),
+        surface=product.surface,
+        scope_key=product.scope.format(u=member.public_id),
+        anchor={"kind": product.kind, **where},
+        posture=product.posture,
+        device=device,
+        at=at.isoformat().replace("+00:00", "Z"),
+    )
 
 
 def resume(client, member, product: Product) -> dict:
@@ -115,15 +78,15 @@ def test_reconnecting_resumes_at_the_exact_place(
     at = T0
     resumes = 0
     # The phone reports each place as the member goes; the laptop reconnects after each.
-    for place in product.places:
+    for where in product.places:
         at += timedelta(minutes=5)
         clock.move_to(at)
-        written = surface_api.post(URL, token(member, product, place, "phone", at), format="json")
+        written = surface_api.post(URL, token(member, product, where, "phone", at), format="json")
         assert written.status_code in (200, 201), written.content
         assert written.json()["outcome"] == "written"
         clock.move_to(at + timedelta(minutes=1))
         got = resume(surface_api, member, product)
-        assert got["anchorRef"] == {"surface": product.surface, "kind": product.kind, **place}
+        assert got["anchorRef"] == {"surface": product.surface, "kind": product.kind, **where}
         assert (got["deviceId"], got["posture"]) == ("phone", product.posture)
         resumes += 1
     # The laptop moves on; the phone reconnects and resumes there.

@@ -26,7 +26,7 @@ from governance.models import AuditEvent
 from inspection.models import Inspection
 from memory.continuity.models import ContinuationToken
 from memory.models import MemoryEntry
-from tests.evals.support import MEMORIES
+from tests.evals.support import MEMORIES, place
 from tests.factories import payload
 
 pytestmark = pytest.mark.django_db
@@ -98,19 +98,7 @@ def ours(ready, surface_api, make_operator, ops, remembered):
         ).status_code
         == 200
     )
-    token = surface_api.post(
-        "/api/v1/continuation-tokens",
-        {
-            "userId": user,
-            "scopeKey": f"session:{user}:s-1",
-            "surfaceContext": {"surface": "assistant"},
-            "anchorRef": {"surface": "assistant", "kind": "turn", "ref": "turn-3"},
-            "posture": "conversing",
-            "deviceId": "phone-1",
-            "clientTimestamp": "2026-03-01T12:00:00Z",
-        },
-        format="json",
-    ).json()
+    token = surface_api.post("/api/v1/continuation-tokens", place(user), format="json").json()
     ids = {
         "entry_id": entry["id"],
         "conflict_id": conflict["conflictId"],

@@ -177,6 +177,8 @@ def test_erasure_leaves_no_trace_but_ids_and_fingerprints(
         for entry_id in remembered["source_ids"]:
             forgot = member_api.post(f"{MEMORIES}/{entry_id}/forget", {}, format="json")
             assert forgot.status_code == 200, forgot.content
+        # Forgotten at once for every surface, the summary quoting it too.
+        assert not [w for w in words if w in _answer_text(surface_api, ready)]
         # The beat as it runs: bundles expire after IRIS_EXPORT_TTL_HOURS, the purge comes
         # after the 14-day grace, so no bundle outlives a forgotten memory's text.
         assert timedelta(hours=django_settings.IRIS_EXPORT_TTL_HOURS) < SOFT_DELETE_GRACE

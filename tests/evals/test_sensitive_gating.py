@@ -23,7 +23,7 @@ from memory.recall.pipeline import (
     SURFACING_CONTEXTS,
 )
 from tests.evals.generators import Fact, canary
-from tests.evals.support import ask, remember
+from tests.evals.support import ask, consent, place, remember
 from tests.factories import grant, grant_category
 
 pytestmark = pytest.mark.django_db
@@ -138,47 +138,22 @@ def test_ritual_resume_drops_a_sensitive_place_once_its_consent_is_withdrawn(
     ready, surface_api, django_capture_on_commit_callbacks
 ) -> None:
     user = str(ready.public_id)
-    consented = surface_api.post(
-        "/api/v1/consents",
-        {
-            "userId": user,
-            "type": "cross_device",
-            "status": "granted",
-            "legalBasis": "consent",
-            "captureMethod": "inline-prompt",
-        },
-        format="json",
-    )
-    assert consented.status_code == 201, consented.content
+    consented = consent(surface_api, user, "cross_device")
     grant_category(ready, "mental_health")
-    token = {
-        "userId": user,
-        "scopeKey": f"session:{user}:ritual-1",
-        "surfaceContext": {"surface": "nyx", "sessionId": "ritual-1"},
-        "anchorRef": {"surface": "nyx", "kind": "exercise", "ref": "breathing/step-4"},
-        "posture": "practicing",
-        "deviceId": "phone-1",
-        "clientTimestamp": "2026-03-01T21:00:00Z",
-        "sensitiveCategories": ["mental_health"],
-        "crossDeviceConsentId": consented.json()["id"],
-    }
+    token = place(
+        user,
+        surface="nyx",
+        scope_key=f"session:{user}:ritual-1",
+        anchor={"kind": "exercise", "ref": "breathing/step-4"},
+        posture="practicing",
+        sensitiveCategories=["mental_health"],
+        crossDeviceConsentId=consented.json()["id"],
+    )
     written = surface_api.post("/api/v1/continuation-tokens", token, format="json")
     assert written.status_code == 201, written.content
-    assert (
-        len(surface_api.get("/api/v1/continuation-tokens", {"userId": user}).json()["results"]) == 1
-    )
+    before = surface_api.get("/api/v1/continuation-tokens", {"userId": user}).json()
+    assert len(before["results"]) == 1
     with django_capture_on_commit_callbacks(execute=True):
-        revoked = surface_api.post(
-            "/api/v1/consents",
-            {
-                "userId": user,
-                "type": "category:mental_health",
-                "status": "revoked",
-                "legalBasis": "explicit_consent",
-                "captureMethod": "inline-prompt",
-            },
-            format="json",
-        )
-    assert revoked.status_code == 201, revoked.content
+        consent(surface_api, user, "category:mental_health", status="revoked")
     listed = surface_api.get("/api/v1/continuation-tokens", {"userId": user}).json()["results"]
     assert listed == []
