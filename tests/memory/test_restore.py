@@ -94,3 +94,22 @@ def test_a_fact_stored_again_meanwhile_is_not_overwritten(ready):
         )
     assert refused.value.code == "restore-conflict"
     assert refused.value.extra["conflictingEntryId"] == str(newer.entry_id)
+
+
+def test_forgetting_a_memory_forgets_the_summaries_that_quote_it(ready) -> None:
+    from memory.services import ProvenanceRef
+
+    source = written(ready, "My bike is a red Brompton", category="fact")
+    summary = written(
+        ready,
+        "Summary: rides a red Brompton",
+        origin="summarized-from-session",
+        subject="weekly summary",
+        provenance_chain=[ProvenanceRef("session-summary", str(source.revision_id), NOW)],
+    )
+    other = written(ready, "I like tea")
+    memory_forget(principal=as_member(ready), member=ready, entry_id=source.entry_id)
+    assert current(summary.entry_id).lifecycle == Lifecycle.TOMBSTONED
+    assert current(other.entry_id).lifecycle == Lifecycle.ACTIVE
+    event = AuditEvent.objects.filter(action=AuditAction.MEMORY_ENTRY_FORGOTTEN).order_by("seq")
+    assert [e.reason_code for e in event] == ["member-request", "source-forgotten"]
