@@ -10,7 +10,9 @@ import random
 import pytest
 from rest_framework.test import APIClient
 
+from governance.services import surface_client_create
 from memory.recall.pipeline import SENSITIVE_CONTEXTS, SURFACING_CONTEXTS
+from tests.conftest import SYSTEM
 from tests.evals.generators import SENSITIVE_TOPICS, STANDARD_TOPICS, facts, renamed
 from tests.evals.support import MEMORIES, ask, leaked, recalled, remember, scope_body
 from tests.factories import grant_category, grant_storage
@@ -21,14 +23,19 @@ SEED = 2601
 
 
 @pytest.fixture
-def world(ready, other_member, foreign_member, surface_api, foreign_surface_token):
+def world(ready, other_member, foreign_member, other_tenant, surface_api):
     rng = random.Random(SEED)
     grant_storage(other_member)
     grant_storage(foreign_member)
     for topic in SENSITIVE_TOPICS:
         grant_category(ready, topic.category)
+    # The other tenant's assistant, on the local tier like this tenant's (so its answers
+    # carry text, and a leak would show).
+    foreign_token = surface_client_create(
+        actor=SYSTEM, tenant=other_tenant, surface="assistant", destination_tier="local"
+    ).token
     foreign_api = APIClient()
-    foreign_api.credentials(HTTP_AUTHORIZATION=f"Bearer {foreign_surface_token}")
+    foreign_api.credentials(HTTP_AUTHORIZATION=f"Bearer {foreign_token}")
 
     ada = facts(rng, "ada")
     sensitive = facts(rng, "ada", SENSITIVE_TOPICS)
@@ -158,7 +165,8 @@ def test_nothing_leaks_across_context_scope_member_or_tenant(
 
 
 def test_a_recalled_answer_names_only_its_own_member(world, ready, surface_api) -> None:
-    ids = recalled(ask(surface_api, ready, "tell me about my week"))
+    ids = recalled(ask(surface_api, ready, "", limit=50))  # a briefing: everything reachable
+    assert ids
     listed = surface_api.get(MEMORIES, {"userId": str(ready.public_id), "limit": 50}).json()
     own = {e["id"] for e in listed["results"]}
     assert set(ids) <= own
