@@ -78,7 +78,8 @@ def memory_forget(
     """Forget one memory: a terminal tombstone revision (spec: "Forget flow").
 
     Open questions about it and its inference counts go now, with any stored API answer
-    that quoted it, and the summaries that quote it are forgotten with it; the text of its revisions stays only for the soft-delete grace window
+    that quoted it, and the summaries that quote it are forgotten with it; the text of its
+    revisions stays only for the soft-delete grace window
     (`memory.rules.retention.SOFT_DELETE_GRACE`), after which the purge job hard-deletes the
     rows (`memory_hard_delete`). Surfaces no longer see it at all; the member sees it as
     forgotten until the purge. A value forgotten here is never silently re-created.

@@ -24,8 +24,14 @@ from memory.continuity import services as continuity
 from memory.continuity.models import ContinuationToken
 from memory.enums import Lifecycle
 from memory.models import MemoryEntry
-from memory.services import ProvenanceRef
-from tests.factories import as_member, as_surface, grant_category, scope_of, written
+from tests.factories import (
+    as_member,
+    as_surface,
+    grant_category,
+    scope_of,
+    summary_of,
+    written,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -296,18 +302,8 @@ def test_the_member_undoes_a_soft_delete_inside_its_window(ready, memories):
 
 
 def test_a_soft_delete_hides_the_summaries_that_quote_it_and_undo_brings_them_back(ready, memories):
-    from memory.models import MemoryEntry as Entry
-
-    source = Entry.objects.get(entry_id=memories["note"].entry_id, is_current=True)
-    summary = written(
-        ready,
-        "Summary: rides a red Brompton",
-        origin="summarized-from-session",
-        subject="weekly summary",
-        provenance_chain=[
-            ProvenanceRef("session-summary", str(source.revision_id), source.created_at)
-        ],
-    )
+    source = MemoryEntry.objects.get(entry_id=memories["note"].entry_id, is_current=True)
+    summary = summary_of(ready, source)
     request = file_delete(ready, mode="soft", scopes=["notebook"], retentionGraceMs=HOUR_MS)
     work.process(request.id)
     # No surface reads the deleted text through its summary during the window.

@@ -14,7 +14,7 @@ from memory.enums import Lifecycle
 from memory.models import ForgottenValue, MemoryEntry
 from memory.rules.retention import SOFT_DELETE_GRACE
 from memory.services import memory_forget, memory_pause, memory_restore
-from tests.factories import NOW, as_member, current, written
+from tests.factories import NOW, as_member, current, summary_of, written
 
 pytestmark = pytest.mark.django_db
 
@@ -97,16 +97,8 @@ def test_a_fact_stored_again_meanwhile_is_not_overwritten(ready):
 
 
 def test_forgetting_a_memory_forgets_the_summaries_that_quote_it(ready) -> None:
-    from memory.services import ProvenanceRef
-
     source = written(ready, "My bike is a red Brompton", category="fact")
-    summary = written(
-        ready,
-        "Summary: rides a red Brompton",
-        origin="summarized-from-session",
-        subject="weekly summary",
-        provenance_chain=[ProvenanceRef("session-summary", str(source.revision_id), NOW)],
-    )
+    summary = summary_of(ready, source)
     other = written(ready, "I like tea")
     memory_forget(principal=as_member(ready), member=ready, entry_id=source.entry_id)
     assert current(summary.entry_id).lifecycle == Lifecycle.TOMBSTONED
