@@ -67,6 +67,7 @@ from memory.enums import Lifecycle
 from memory.models import MemoryEntry
 from memory.recall import snapshot as recall_snapshot
 from memory.rules.retention import SOFT_DELETE_GRACE
+from memory.selectors import derived_entry_ids
 from memory.services import memory_forget, memory_hard_delete, memory_restore
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,14 @@ def _named(request: DataRightsRequest, member: User) -> QuerySet[MemoryEntry]:
     if payload.get("categories"):
         selection |= Q(category__in=payload["categories"])
     return MemoryEntry.objects.filter(tenant_id=member.tenant_id, member=member).filter(selection)
+
+
+def _with_derived(member: User, named: QuerySet[MemoryEntry]) -> set[uuid.UUID]:
+    """The entry ids of `named` and of every summary that quotes one of them: a soft
+    deletion hides them together (a hard one deletes them together), so no surface reads
+    a deleted memory's text through its summary during the grace window."""
+    ids = set(named.values_list("entry_id", flat=True))
+    return ids | derived_entry_ids(member=member, sources=ids)
 
 
 # --------------------------------------------------------------------------- the work
@@ -160,7 +169,8 @@ def _soft_delete(request: DataRightsRequest, *, now: datetime) -> None:
             member=member,
             is_current=True,
             lifecycle__in=LIVE,
-            entry_id__in=named.values("entry_id"),
+            entry_id__in=_with_derived(member, named),
+            created_at__lte=start,
         )
         .order_by("entry_id")
         .values_list("entry_id", flat=True)
@@ -466,7 +476,7 @@ def data_rights_undo_delete(
             is_current=True,
             lifecycle=Lifecycle.TOMBSTONED,
             updated_at=start,
-            entry_id__in=_named(request, owner).values("entry_id"),
+            entry_id__in=_with_derived(owner, _named(request, owner)),
         )
         .order_by("entry_id")
         .values_list("entry_id", flat=True)

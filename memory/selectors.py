@@ -388,3 +388,33 @@ def forgotten_entries_due(
         .order_by("updated_at", "entry_id")
         .values_list("member_id", "entry_id")[:limit]
     )
+
+
+def derived_entry_ids(*, member: User, sources: Iterable[uuid.UUID]) -> set[uuid.UUID]:
+    """Entries whose provenance names (by entry id or revision id) one of `sources` or one
+    of their revisions, followed transitively: the summaries that quote them, which go
+    wherever they go (hard delete, soft delete). Caller has resolved the member."""
+    sources = set(sources)
+    rows = list(
+        MemoryEntry.objects.filter(tenant_id=member.tenant_id, member=member).values_list(
+            "entry_id", "revision_id", "provenance_chain"
+        )
+    )
+    revisions_of: dict[uuid.UUID, set[str]] = {}
+    for entry_id, revision_id, _chain in rows:
+        revisions_of.setdefault(entry_id, set()).add(str(revision_id))
+    refs_of: dict[uuid.UUID, set[str]] = {}
+    for entry_id, _revision_id, chain in rows:
+        refs_of.setdefault(entry_id, set()).update(
+            str(link.get("ref", "")) for link in chain or () if isinstance(link, dict)
+        )
+    found = set(sources)
+    frontier = set(sources)
+    while frontier:
+        names: set[str] = set()
+        for entry_id in frontier:
+            names.add(str(entry_id))
+            names |= revisions_of.get(entry_id, set())
+        frontier = {e for e, refs in refs_of.items() if e not in found and refs & names}
+        found |= frontier
+    return found - sources

@@ -14,6 +14,10 @@ from rest_framework.test import APIClient
 from governance import append_only
 from governance.audit import Actor
 
+# The evaluation suites' session summary (tests/evals/metrics.py): hooks this file carries
+# because every run, and the controller of `-n 2`, loads it.
+from tests.evals.metrics import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401
+
 SYSTEM = Actor("system", "tests")
 
 # Property tests: no per-example deadline (a shared CI machine is slow at times), and in CI

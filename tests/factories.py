@@ -119,6 +119,21 @@ def written(member: User, body: str = "My favourite colour is blue", **fields: A
     return outcome.entry
 
 
+def summary_of(member: User, source: MemoryEntry, body: str = "Summary: rides a red Brompton"):
+    """A session summary that quotes `source` (its provenance names the source's revision)."""
+    from memory.services import ProvenanceRef
+
+    return written(
+        member,
+        body,
+        origin="summarized-from-session",
+        subject="weekly summary",
+        provenance_chain=[
+            ProvenanceRef("session-summary", str(source.revision_id), source.created_at)
+        ],
+    )
+
+
 def mention(name: str, note: str = "my sister", sensitive: bool = False) -> ActorMention:
     return ActorMention(relationship_note=note, sensitive_interaction=sensitive, actor_name=name)
 

@@ -25,6 +25,7 @@ from memory.models import (
     ForgottenValue,
     MemoryEntry,
 )
+from memory.selectors import derived_entry_ids
 from memory.services.common import (
     _all_revisions,
     _audit,
@@ -139,7 +140,7 @@ def _hard_delete(
             selection |= Q(sensitive_interaction=True)
         targets = set(mine.filter(selection).values_list("entry_id", flat=True))
         if include_derived and targets:
-            targets |= _derived_from(member, targets)
+            targets |= derived_entry_ids(member=member, sources=targets)
         ordered = sorted(targets)
         batch = ordered if limit is None else ordered[:limit]
         revisions = _all_revisions(member, batch)
@@ -170,31 +171,3 @@ def _hard_delete(
         revision_count=len(revisions),
         remaining=len(ordered) > len(batch),
     )
-
-
-def _derived_from(member: User, sources: set[uuid.UUID]) -> set[uuid.UUID]:
-    """Entries whose provenance names (by entry id or revision id) one of `sources` or one
-    of their revisions, followed transitively: summaries of deleted memory go with it."""
-    rows = list(
-        MemoryEntry.objects.filter(tenant_id=member.tenant_id, member=member).values_list(
-            "entry_id", "revision_id", "provenance_chain"
-        )
-    )
-    revisions_of: dict[uuid.UUID, set[str]] = {}
-    for entry_id, revision_id, _chain in rows:
-        revisions_of.setdefault(entry_id, set()).add(str(revision_id))
-    refs_of: dict[uuid.UUID, set[str]] = {}
-    for entry_id, _revision_id, chain in rows:
-        refs_of.setdefault(entry_id, set()).update(
-            str(link.get("ref", "")) for link in chain or () if isinstance(link, dict)
-        )
-    found = set(sources)
-    frontier = set(sources)
-    while frontier:
-        names: set[str] = set()
-        for entry_id in frontier:
-            names.add(str(entry_id))
-            names |= revisions_of.get(entry_id, set())
-        frontier = {e for e, refs in refs_of.items() if e not in found and refs & names}
-        found |= frontier
-    return found - sources

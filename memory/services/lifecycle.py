@@ -68,6 +68,9 @@ from memory.services.types import ClearResult, WriteOutcome
 
 _LIVE = (Lifecycle.DRAFT, Lifecycle.ACTIVE, Lifecycle.PAUSED)
 
+# The reason a summary is forgotten with the memory it quotes.
+SOURCE_FORGOTTEN = "source-forgotten"
+
 
 def memory_forget(
     *,
@@ -81,7 +84,8 @@ def memory_forget(
     """Forget one memory: a terminal tombstone revision (spec: "Forget flow").
 
     Open questions about it and its inference counts go now, with any stored API answer
-    that quoted it; the text of its revisions stays only for the soft-delete grace window
+    that quoted it, and the summaries that quote it are forgotten with it; the text of its
+    revisions stays only for the soft-delete grace window
     (`memory.rules.retention.SOFT_DELETE_GRACE`), after which the purge job hard-deletes the
     rows (`memory_hard_delete`). Surfaces no longer see it at all; the member sees it as
     forgotten until the purge. A value forgotten here is never silently re-created.
@@ -104,7 +108,24 @@ def memory_forget(
     with transaction.atomic(durable=True):
         record_pending(decided)  # the allow commits with what it allowed, or not at all
         entry = _relocked(principal, member, entry.entry_id)
-        return _tombstone(principal, member, entry, now=now, reason_code=reason_code)
+        tombstone = _tombstone(principal, member, entry, now=now, reason_code=reason_code)
+        # Deletions propagate (spec: "tombstoned … and propagated"): a summary that quotes
+        # the forgotten memory is forgotten with it, so no surface recalls the text through
+        # it during the grace window; the purge then removes both.
+        derived = selectors.derived_entry_ids(member=member, sources={entry.entry_id})
+        for quoting in (
+            MemoryEntry.objects.select_for_update()
+            .filter(
+                tenant_id=member.tenant_id,
+                member=member,
+                entry_id__in=derived,
+                is_current=True,
+                lifecycle__in=(Lifecycle.DRAFT, Lifecycle.ACTIVE, Lifecycle.PAUSED),
+            )
+            .order_by("entry_id")
+        ):
+            _tombstone(principal, member, quoting, now=now, reason_code=SOURCE_FORGOTTEN)
+        return tombstone
 
 
 def memory_clear(

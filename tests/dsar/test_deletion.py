@@ -24,7 +24,14 @@ from memory.continuity import services as continuity
 from memory.continuity.models import ContinuationToken
 from memory.enums import Lifecycle
 from memory.models import MemoryEntry
-from tests.factories import as_member, as_surface, grant_category, scope_of, written
+from tests.factories import (
+    as_member,
+    as_surface,
+    grant_category,
+    scope_of,
+    summary_of,
+    written,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -292,6 +299,25 @@ def test_the_member_undoes_a_soft_delete_inside_its_window(ready, memories):
     # The purge leaves an undone request alone.
     assert deletion.soft_deletions_purge(tenant=ready.tenant, now=request.grace_until) == 0
     assert lifecycle_of(memories["note"].entry_id) == Lifecycle.ACTIVE
+
+
+def test_a_soft_delete_hides_the_summaries_that_quote_it_and_undo_brings_them_back(ready, memories):
+    source = MemoryEntry.objects.get(entry_id=memories["note"].entry_id, is_current=True)
+    summary = summary_of(ready, source)
+    request = file_delete(ready, mode="soft", scopes=["notebook"], retentionGraceMs=HOUR_MS)
+    work.process(request.id)
+    # No surface reads the deleted text through its summary during the window.
+    assert lifecycle_of(summary.entry_id) == Lifecycle.TOMBSTONED
+    assert lifecycle_of(memories["keep"].entry_id) == Lifecycle.ACTIVE
+    request = reload(request)
+    deletion.data_rights_undo_delete(
+        principal=as_member(ready),
+        member=ready,
+        request_id=request.id,
+        now=request.grace_until - timedelta(seconds=1),
+    )
+    assert lifecycle_of(summary.entry_id) == Lifecycle.ACTIVE
+    assert AuditEvent.objects.get(action=AuditAction.DSAR_DELETION_UNDONE).payload["restored"] == 3
 
 
 def test_after_the_window_undo_is_409(ready, memories):

@@ -14,7 +14,7 @@ from memory.enums import Lifecycle
 from memory.models import ForgottenValue, MemoryEntry
 from memory.rules.retention import SOFT_DELETE_GRACE
 from memory.services import memory_forget, memory_pause, memory_restore
-from tests.factories import NOW, as_member, current, written
+from tests.factories import NOW, as_member, current, summary_of, written
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +94,14 @@ def test_a_fact_stored_again_meanwhile_is_not_overwritten(ready):
         )
     assert refused.value.code == "restore-conflict"
     assert refused.value.extra["conflictingEntryId"] == str(newer.entry_id)
+
+
+def test_forgetting_a_memory_forgets_the_summaries_that_quote_it(ready) -> None:
+    source = written(ready, "My bike is a red Brompton", category="fact")
+    summary = summary_of(ready, source)
+    other = written(ready, "I like tea")
+    memory_forget(principal=as_member(ready), member=ready, entry_id=source.entry_id)
+    assert current(summary.entry_id).lifecycle == Lifecycle.TOMBSTONED
+    assert current(other.entry_id).lifecycle == Lifecycle.ACTIVE
+    event = AuditEvent.objects.filter(action=AuditAction.MEMORY_ENTRY_FORGOTTEN).order_by("seq")
+    assert [e.reason_code for e in event] == ["member-request", "source-forgotten"]
