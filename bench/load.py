@@ -18,10 +18,11 @@ What it does:
 4. for each step of `--clients`, N threads (each its own HTTP session and its own member)
    run for `--seconds` a mixed workload: 70% recall, 20% write, 10% other (a consent
    grant or revocation of a sensitive category, the forget of one of the member's own
-   acknowledged writes, a continuity hand-off token, a data-rights export request); every
-   tenth operation the same client also sends the floor, a recall with `limit: 999`, which
-   the API refuses with 400 after authentication, the member's lookup and the throttle:
-   the stack's cost without the work, under the same load;
+   acknowledged writes, a continuity hand-off token, a data-rights export request); after
+   its first operation and every tenth since, the same client also sends the floor, a
+   recall with `limit: 999`, which the API refuses with 400 after authentication, the
+   member's lookup and the throttle: the stack's cost without the work, under the same
+   load;
 5. prints per step and operation the throughput, p50/p95/p99 and errors (a timeout, a
    failed connection, a 5xx, or a status the operation never answers with), the floor's
    p95 and the load average, as a table and one JSON line per step;
@@ -382,9 +383,11 @@ def step(
         done = 0
         while time.monotonic() < stop_at:
             mine.append(client.run(pick(MIX, client.rng.random())))
-            done += 1
+            # After the first operation and every tenth since: a floor for every client,
+            # even one that manages only a few operations in the step.
             if done % FLOOR_EVERY == 0:
                 mine.append(client.recall("floor", limit=999))
+            done += 1
         client.session.close()
         with lock:
             samples.extend(mine)
