@@ -30,12 +30,12 @@ from kombu.exceptions import OperationalError as BrokerError
 
 log = logging.getLogger("iris.jobs")
 
-# What sending a task raises when the broker is down or unreachable.
+# What sending a task raises when the broker is down or unreachable (kombu wraps the
+# socket's errors); not OSError, which a task run eagerly may raise of its own.
 BROKER_ERRORS: tuple[type[BaseException], ...] = (
     BrokerError,
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
-    OSError,
 )
 
 
