@@ -52,15 +52,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -73,11 +72,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import recall_quality as labelled  # noqa: E402  the labelled set, its questions and metrics
-from serve import drop_database, free_port, production_env, recreate_database  # noqa: E402
+from serve import (  # noqa: E402
+    WORKERS,
+    drop_database,
+    gunicorn,
+    percentile,
+    production_env,
+    recreate_database,
+)
 
 PY = ROOT / ".venv" / "bin" / "python"
-GUNICORN = ROOT / ".venv" / "bin" / "gunicorn"
-WORKERS = 4  # the README's `--workers 4`
 WRITERS = 8
 K = 12  # the assistant surface's recall budget
 CONVERSATION_EVERY = 5
@@ -115,14 +119,6 @@ print(json.dumps({"token": token, "member": str(user.public_id)}))
 
 # --------------------------------------------------------------------------------------
 # Pure helpers
-
-
-def percentile(values: Sequence[float], p: float) -> float | None:
-    """Nearest-rank percentile (p in 0-100); None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
 
 
 def ms(value: float | None) -> float | None:
@@ -259,67 +255,17 @@ def server_env(args: argparse.Namespace, var_dir: Path) -> dict[str, str]:
     return env
 
 
-@contextmanager
 def server(
     env: dict[str, str], access_log: Path, server_log: Path, start_timeout: float
-) -> Iterator[str]:
-    """The README's production server, in its own process group, stopped on the way out
-    whatever happens (an error, Ctrl-C, SIGTERM). Its own log (each 400 of the floor is a
-    warning) goes to `server_log`."""
-    port = free_port()
-    log = server_log.open("wb")
-    proc = subprocess.Popen(
-        [
-            str(GUNICORN),
-            "iris_site.wsgi",
-            "--preload",
-            "--workers",
-            str(WORKERS),
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--log-level",
-            "warning",
-            "--access-logfile",
-            str(access_log),
-            "--access-logformat",
-            ACCESS_FORMAT,
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+) -> AbstractContextManager[str]:
+    """The README's server with gunicorn's access log (each 400 of the floor is a warning
+    in `server_log`)."""
+    return gunicorn(
+        env,
+        server_log,
+        start_timeout,
+        ["--access-logfile", str(access_log), "--access-logformat", ACCESS_FORMAT],
     )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + start_timeout
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"gunicorn exited during start-up; see {server_log}")
-            try:
-                requests.get(f"{base}/api/schema/", timeout=5)
-                break
-            except requests.RequestException:
-                if time.monotonic() > deadline:
-                    raise SystemExit("gunicorn did not answer in time") from None
-                time.sleep(0.2)
-        yield base
-    finally:
-        stop(proc)
-        log.close()
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        pass
 
 
 def worker_of(access_log: Path) -> dict[str, str]:

@@ -1,13 +1,24 @@
 """What the benches that run the README's production server share: a free port, a fresh
-PostgreSQL database, and the production environment on the loopback."""
+PostgreSQL database, the production environment on the loopback, the server itself, and
+the percentile they report."""
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
+import signal
 import socket
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+GUNICORN = ROOT / ".venv" / "bin" / "gunicorn"
+WORKERS = 4  # the README's `--workers 4`
 
 
 def free_port() -> int:
@@ -61,3 +72,77 @@ def production_env(db_url: str, var_dir: Path, **overrides: str) -> dict[str, st
     )
     env.update(overrides)
     return env
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """Nearest-rank percentile (p in 0-100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
+
+
+@contextmanager
+def gunicorn(
+    env: dict[str, str],
+    server_log: Path,
+    start_timeout: float,
+    extra_args: Sequence[str] = (),
+) -> Iterator[str]:
+    """The README's production server (`gunicorn iris_site.wsgi --preload --workers 4`) on
+    a free loopback port, in its own process group, stopped on the way out whatever
+    happens (an error, Ctrl-C, SIGTERM). Yields its base URL once it answers."""
+    import requests
+
+    port = free_port()
+    log = server_log.open("wb")
+    proc = subprocess.Popen(
+        [
+            str(GUNICORN),
+            "iris_site.wsgi",
+            "--preload",
+            "--workers",
+            str(WORKERS),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            *extra_args,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"gunicorn exited during start-up; see {server_log}")
+            try:
+                requests.get(f"{base}/api/schema/", timeout=5)
+                break
+            except requests.RequestException:
+                if time.monotonic() > deadline:
+                    raise SystemExit("gunicorn did not answer in time") from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        stop(proc)
+        log.close()
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a process started with `start_new_session=True`, and its children."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass

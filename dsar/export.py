@@ -50,7 +50,7 @@ from dsar.models import DataRightsRequest, ExportBundle
 from dsar.services import _audit, _govern
 from governance import keys, vault
 from governance.actions import AuditAction
-from governance.after_commit import after_commit
+from governance.after_commit import after_commit, enqueue
 from governance.errors import Conflict, IrisError, NotFound
 from governance.models import Tenant, User
 from governance.pipeline import Effect, record_pending
@@ -638,4 +638,4 @@ def requeue_stalled(*, tenant: Tenant, now: datetime | None = None, batch: int =
 def _queue(request_id: uuid.UUID) -> None:
     from dsar import tasks
 
-    tasks.process.delay(str(request_id))
+    enqueue(tasks.process, str(request_id))

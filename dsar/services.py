@@ -52,7 +52,7 @@ from dsar.models import (
 from dsar.selectors import active_hold, clock_of, is_legal, jurisdiction_of, open_request_of
 from governance import keys, vault
 from governance.actions import AuditAction
-from governance.after_commit import after_commit
+from governance.after_commit import after_commit, enqueue
 from governance.audit import audit_record
 from governance.errors import Conflict, Forbidden, NotFound, ValidationFailed, invalid
 from governance.models import Tenant, User
@@ -372,7 +372,7 @@ def data_rights_open(
 def _queue_process(request_id: uuid.UUID) -> None:
     from dsar import tasks
 
-    tasks.process.delay(str(request_id))
+    enqueue(tasks.process, str(request_id))
 
 
 def _send_receipt(request_id: uuid.UUID) -> None:

@@ -9,15 +9,50 @@ an enqueued task runs in-process at that moment.
 
 Task arguments must be JSON values (ids as strings): the broker serialises to JSON.
 Work that may also wait for the answer to go out belongs in `governance.after_response`.
+
+`enqueue` sends a task now. When the broker (Redis) cannot be reached, the change has
+already committed and its job must not be lost (a revocation's cascade has no other
+trigger), so the job runs in this process instead, and the log says so with an error
+naming the task; a job that then fails is logged by name and exception type too. The
+request that committed the change still gets its answer (docs/assurance.md, "Faults").
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import redis.exceptions
 from django.db import connection, transaction
+from kombu.exceptions import OperationalError as BrokerError
+
+log = logging.getLogger("iris.jobs")
+
+# What sending a task raises when the broker is down or unreachable (kombu wraps the
+# socket's errors); not OSError, which a task run eagerly may raise of its own.
+BROKER_ERRORS: tuple[type[BaseException], ...] = (
+    BrokerError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+)
+
+
+def enqueue(task: Any, /, *args: Any, **kwargs: Any) -> None:
+    """Send `task(*args, **kwargs)` to the broker; run it here if the broker is down."""
+    try:
+        if args:
+            task.apply_async(args=args, kwargs=kwargs)
+        else:
+            task.apply_async(kwargs=kwargs)
+    except BROKER_ERRORS as exc:
+        name = getattr(task, "name", type(task).__name__)
+        log.error("job %s not queued (broker: %s); running it in-process", name, type(exc).__name__)
+        try:
+            task.apply(args=args, kwargs=kwargs, throw=True)
+        except Exception as failed:  # the change committed; report and carry on
+            log.error("job %s failed in-process: %s", name, type(failed).__name__)
 
 
 def after_commit(work: Any, /, *args: Any, once: bool = False, **kwargs: Any) -> None:
@@ -34,14 +69,9 @@ def after_commit(work: Any, /, *args: Any, once: bool = False, **kwargs: Any) ->
             return
         transaction.on_commit(work)
         return
-    apply_async = getattr(work, "apply_async", None)
     callback: Callable[[], Any]
-    if apply_async is not None:
-        callback = (
-            partial(apply_async, args=args, kwargs=kwargs)
-            if args
-            else partial(apply_async, kwargs=kwargs)
-        )
+    if getattr(work, "apply_async", None) is not None:
+        callback = partial(enqueue, work, *args, **kwargs)
     else:
         callback = partial(work, *args, **kwargs)
     transaction.on_commit(callback)

@@ -48,9 +48,10 @@ class RecallRankingNote(serializers.Serializer):
 
 
 class HealthView(APIView):
-    """Liveness and readiness for a load balancer: up or down, and the apps' health notes
-    (which ranker recall uses). A note never makes the answer 503: a node that ranks with
-    BM25 because its model is missing still answers."""
+    """Liveness and readiness for a load balancer: up (200) or down (503, the database is
+    unreachable), `degraded` when Redis is unreachable but the node still serves, and the
+    apps' health notes (which ranker recall uses). A note never makes the answer 503: a
+    node that ranks with BM25 because its model is missing still answers."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -71,4 +72,6 @@ class HealthView(APIView):
         ok = all(v == "ok" for v in checks.values())
         body: dict[str, Any] = {"status": "ok" if ok else "degraded", "checks": checks}
         body.update(health_notes())
-        return Response(body, status=200 if ok else 503)
+        # Without Redis the node still serves reads and writes (no rate limit, jobs run in
+        # the request): degraded, but up. Without the database it serves nothing.
+        return Response(body, status=200 if checks["database"] == "ok" else 503)

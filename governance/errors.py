@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -189,6 +190,20 @@ def problem_exception_handler(exc: Exception, context: Mapping[str, Any]) -> Res
     if isinstance(exc, RequestDataTooBig):
         return problem_response(
             problem_body(413, "payload-too-large", "Payload too large", "The body is too large.")
+        )
+    if isinstance(exc, OperationalError | InterfaceError):
+        # The database went away mid-request (a restart, a failover, a dropped connection):
+        # the open transaction is rolled back, so the client may try again. Logged by type
+        # only: a database error can quote a row.
+        log.warning("database unavailable during a request: %s", type(exc).__name__)
+        return problem_response(
+            problem_body(
+                503,
+                ServiceUnavailable.code,
+                ServiceUnavailable.title,
+                "The database is not reachable. Try again shortly.",
+            ),
+            {"Retry-After": "5"},
         )
     if isinstance(exc, drf.ValidationError):
         errors = _flatten_validation(exc.detail)

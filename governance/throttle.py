@@ -12,15 +12,21 @@ The estimate weighs the last window's count by how much of it still lies inside 
 sliding window: `last * (1 - elapsed / window) + this`. It assumes the last window's
 requests were spread evenly, so a burst late in that window is undercounted by at most
 that window's count; it never lets more than twice the limit through in any window.
+
+When the cache (Redis) cannot be reached the limit is not applied and the request goes on:
+a Redis outage must not take the API down with it (docs/assurance.md, "Faults"). The log
+says so at most once a minute per process, and `/api/v1/health` reports Redis unreachable.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import redis.exceptions
 from django.core.cache import DEFAULT_CACHE_ALIAS, caches
 from django.core.cache.backends.redis import RedisCache
 from rest_framework.throttling import SimpleRateThrottle
@@ -28,6 +34,19 @@ from rest_framework.throttling import SimpleRateThrottle
 if TYPE_CHECKING:  # rest_framework.views loads the auth classes, which load this module
     from rest_framework.request import Request
     from rest_framework.views import APIView
+
+
+log = logging.getLogger(__name__)
+CACHE_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+_WARN_EVERY = 60.0
+_warned_at: list[float] = []  # when this process last said the limit is off
+
+
+def _limit_off(exc: BaseException) -> None:
+    now = time.monotonic()
+    if not _warned_at or now - _warned_at[0] >= _WARN_EVERY:
+        _warned_at[:] = [now]
+        log.warning("rate limit not applied: the cache is unreachable (%s)", type(exc).__name__)
 
 
 @dataclass(frozen=True)
@@ -80,7 +99,7 @@ def _count(key: str, last_key: str, duration: int) -> tuple[int, int]:
 def _uncount(key: str) -> None:
     try:
         caches[DEFAULT_CACHE_ALIAS].decr(key)
-    except ValueError:  # expired meanwhile: nothing left to take back
+    except (ValueError, *CACHE_DOWN):  # expired meanwhile, or the cache went: nothing to undo
         pass
 
 
@@ -105,7 +124,11 @@ class WindowRateThrottle(SimpleRateThrottle):
         duration = int(duration)
         at = window_at(self.clock(), duration)
         key = f"{base}:w{at.index}"
-        current, previous = _count(key, f"{base}:w{at.index - 1}", duration)
+        try:
+            current, previous = _count(key, f"{base}:w{at.index - 1}", duration)
+        except CACHE_DOWN as exc:
+            _limit_off(exc)
+            return True
         if estimate(current, previous, at.elapsed, duration) <= limit:
             self._refused = None
             return True

@@ -8,6 +8,7 @@ from typing import Any
 from celery import shared_task
 from django.utils import timezone
 
+from governance.after_commit import enqueue
 from governance.models import User
 from governance.principal import Principal
 from memory.continuity import conf, rules, services
@@ -52,6 +53,9 @@ def purge_unconsented(tenant_id: str, member_id: int, categories: list[str]) -> 
 def on_sensitive_consent_revoked(sender: Any, **kwargs: Any) -> None:
     """`consent.signals.sensitive_consent_revoked` (sent after the revocation committed):
     tokens carrying a revoked category go. Queues the work; changes nothing itself."""
-    purge_unconsented.delay(
-        str(kwargs["tenant_id"]), int(kwargs["member_id"]), list(kwargs.get("categories") or [])
+    enqueue(
+        purge_unconsented,
+        str(kwargs["tenant_id"]),
+        int(kwargs["member_id"]),
+        list(kwargs.get("categories") or []),
     )

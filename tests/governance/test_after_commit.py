@@ -87,3 +87,54 @@ def test_a_celery_task_runs_eagerly_in_the_tests(settings) -> None:
         after_commit(echo, value="x")
         assert ran == []
     assert ran == ["x"]
+
+
+class BrokerDownTask(FakeTask):
+    """A task whose broker cannot be reached; `apply` is the in-process run."""
+
+    name = "tests.after_commit.broker_down"
+
+    def __init__(self, error: Exception, fails: bool = False) -> None:
+        super().__init__()
+        self.error, self.fails = error, fails
+        self.ran: list[dict[str, Any]] = []
+
+    def apply_async(self, **options: Any) -> None:
+        raise self.error
+
+    def apply(self, **options: Any) -> None:
+        self.ran.append(options)
+        if self.fails:
+            raise RuntimeError("the job failed")
+
+
+def test_a_job_the_broker_cannot_take_runs_in_process_and_is_logged(caplog) -> None:
+    from kombu.exceptions import OperationalError
+
+    task = BrokerDownTask(OperationalError("Error 111 connecting to 127.0.0.1:6390."))
+    with caplog.at_level("ERROR", logger="iris.jobs"), transaction.atomic():
+        after_commit(task, "t-1", batch=5)
+    assert task.ran == [{"args": ("t-1",), "kwargs": {"batch": 5}, "throw": True}]
+    assert [r.getMessage() for r in caplog.records] == [
+        "job tests.after_commit.broker_down not queued (broker: OperationalError); "
+        "running it in-process"
+    ]
+
+
+def test_a_job_that_fails_in_process_is_logged_and_the_commit_stands(caplog) -> None:
+    import redis
+
+    task = BrokerDownTask(redis.exceptions.ConnectionError("refused"), fails=True)
+    with caplog.at_level("ERROR", logger="iris.jobs"), transaction.atomic():
+        after_commit(task, tenant_id="t")
+    assert len(task.ran) == 1
+    assert caplog.records[-1].getMessage() == (
+        "job tests.after_commit.broker_down failed in-process: RuntimeError"
+    )
+
+
+def test_an_error_that_is_not_the_brokers_is_raised() -> None:
+    task = BrokerDownTask(ValueError("bad arguments"))
+    with pytest.raises(ValueError), transaction.atomic():
+        after_commit(task, tenant_id="t")
+    assert task.ran == []
