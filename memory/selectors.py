@@ -266,6 +266,13 @@ def off_the_record_toggles(*, member: User) -> list[OffTheRecord]:
     )
 
 
+def off_the_record_everywhere(*, member: User) -> OffTheRecord | None:
+    """The member-wide toggle (every session, every surface), the one the banner shows."""
+    return OffTheRecord.objects.filter(
+        tenant_id=member.tenant_id, member=member, session_id="", surface=""
+    ).first()
+
+
 # ------------------------------------------------------------------- recall and jobs
 
 
