@@ -357,7 +357,8 @@ OPT_OUT_COPY: dict[str, Copy] = {
 CAPTURE_LABELS: dict[str, str] = {
     "inline-prompt": "when the assistant asked",
     "settings-toggle": "on this page",
-    "dsar-import": "brought in by Iris, not chosen by you on this page",
+    "dsar-import": "recorded by Iris, not by you: brought in from another record or set up "
+    "with your account",
     "operator-recorded": "recorded by staff, with a witness",
 }
 
