@@ -44,7 +44,6 @@ from governance.principal import principal_of
 from governance.refusals import refusal_message
 from governance.vocabulary import Copy
 
-
 # The words live in governance.vocabulary, keyed by value; here they are keyed by enum.
 GENERAL_COPY: dict[str, Copy] = {ConsentType(k): c for k, c in vocabulary.CONSENT_COPY.items()}
 
@@ -182,7 +181,8 @@ def _scope_rows(overview: selectors.ConsentOverview) -> list[ScopeRow]:
             if o in overview.opted_out
         ]
         if policy.mode == ScopeMode.EPHEMERAL and not why:
-            why = [f"Kept for the conversation only: “{GENERAL_COPY[ConsentType.DATA_STORAGE].label}” is off."]
+            storage = GENERAL_COPY[ConsentType.DATA_STORAGE].label
+            why = [f"Kept for the conversation only: “{storage}” is off."]
         rows.append(
             ScopeRow(
                 label=vocabulary.POLICY_SCOPE_LABELS[scope.value],

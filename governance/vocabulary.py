@@ -42,14 +42,12 @@ TOPIC_GROUPS: dict[str, TopicGroup] = {
     ),
     "health": TopicGroup(
         "Health and body",
-        "Your body, your care and how you feel. Each switch covers one kind of health "
-        "information.",
+        "Your body, your care and how you feel. Each switch covers one kind of health information.",
         sensitive=True,
     ),
     "money": TopicGroup(
         "Money",
-        "Everyday money and money trouble are separate, so you can allow one without the "
-        "other.",
+        "Everyday money and money trouble are separate, so you can allow one without the other.",
         sensitive=True,
     ),
     "law": TopicGroup(
@@ -88,41 +86,31 @@ TOPICS: dict[str, Topic] = {
     "work": Topic("Work", "your job and your work", "everyday"),
     "family": Topic("Family", "your family", "everyday"),
     "other": Topic("Everything else", "anything that fits no other topic", "everyday"),
-    "physical_health": Topic(
-        "Physical health", "illnesses, injuries, fitness and sleep", "health"
-    ),
+    "physical_health": Topic("Physical health", "illnesses, injuries, fitness and sleep", "health"),
     "mental_health": Topic("Mental health", "your mood, stress, and mental health", "health"),
-    "medical": Topic(
-        "Medical care", "diagnoses, treatments, medicines and appointments", "health"
-    ),
-    "biometric": Topic(
-        "Biometric data", "measurements of your body, such as heart rate", "health"
-    ),
+    "medical": Topic("Medical care", "diagnoses, treatments, medicines and appointments", "health"),
+    "biometric": Topic("Biometric data", "measurements of your body, such as heart rate", "health"),
     "pose_alignment": Topic(
         "Body movement and posture",
         "how you move and hold your body in Living Scenes (the assistant's 3D scenes)",
         "health",
     ),
-    "substance_use": Topic("Alcohol and drugs", "your use of alcohol, drugs or medicines", "health"),
-    "financial": Topic("Money", "your income, spending and accounts", "money"),
-    "financial_distress": Topic(
-        "Money worries", "debts or money trouble you are facing", "money"
+    "substance_use": Topic(
+        "Alcohol and drugs", "your use of alcohol, drugs or medicines", "health"
     ),
+    "financial": Topic("Money", "your income, spending and accounts", "money"),
+    "financial_distress": Topic("Money worries", "debts or money trouble you are facing", "money"),
     "legal": Topic("Legal matters", "contracts, disputes and other legal matters", "law"),
     "legal_jeopardy": Topic(
         "Legal trouble", "situations that could get you into trouble with the law", "law"
     ),
-    "immigration_status": Topic(
-        "Immigration status", "your visa, residence or citizenship", "law"
-    ),
+    "immigration_status": Topic("Immigration status", "your visa, residence or citizenship", "law"),
     "spiritual": Topic("Spiritual life", "your spiritual life and practices", "beliefs"),
     "religion_user_redacted": Topic("Religion or belief", "your religion or beliefs", "beliefs"),
     "sexual": Topic("Sex life", "your sex life", "intimate"),
     "sexuality": Topic("Sexual orientation", "your sexual orientation", "intimate"),
     "gender_identity": Topic("Gender identity", "your gender identity", "intimate"),
-    "safety": Topic(
-        "Personal safety", "threats to your safety and how you stay safe", "safety"
-    ),
+    "safety": Topic("Personal safety", "threats to your safety and how you stay safe", "safety"),
     "abuse_history": Topic("Experiences of abuse", "abuse you have lived through", "safety"),
     "relationship_violence": Topic(
         "Violence in a relationship",
@@ -305,13 +293,12 @@ CONSENT_COPY: dict[str, Copy] = {
 
 
 def topic_copy(category: str) -> Copy:
-    """The consent switch of one sensitive topic."""
+    """The consent switch of one sensitive topic, short: it sits in a list of them."""
     topic = TOPICS[category]
     return Copy(
         topic.label,
-        f"Iris may remember {topic.what}, and bring it up only where it is relevant to you.",
-        f"Everything Iris remembers about {topic.label.lower()} is deleted, with the "
-        "summaries made from it.",
+        f"Iris may remember {topic.what}.",
+        f"Everything Iris remembers about {topic.label.lower()} is deleted.",
     )
 
 
@@ -464,8 +451,7 @@ REFUSALS: dict[str, Refusal] = {
         "This waits for your approval.", "approvals", "Answer it in your approvals"
     ),
     "secret-in-memory": Refusal(
-        "That looks like a password or key. Iris never keeps those: leave it out and try "
-        "again."
+        "That looks like a password or key. Iris never keeps those: leave it out and try again."
     ),
     "forgotten-not-recreated": Refusal(
         "You asked Iris to forget this, so it will not be remembered again."

@@ -79,7 +79,7 @@ def _nice_max(value: int) -> int:
         step *= 10
 
 
-def stacked_bars(chart: Chart, *, width: int = 640, height: int = 240, label_id: str) -> str:
+def stacked_bars(chart: Chart, *, width: int = 420, height: int = 220, label_id: str) -> str:
     """The chart as one <svg> element; `label_id` names the element that describes it."""
     left, right, top, bottom = 44, 12, 12, 32
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -108,7 +108,7 @@ def stacked_bars(chart: Chart, *, width: int = 640, height: int = 240, label_id:
         )
     for i, period in enumerate(chart.periods):
         x = left + slot * i + (slot - bar_w) / 2
-        base = top + plot_h
+        base = float(top + plot_h)
         for index, series in enumerate(chart.series):
             count = series.counts[i]
             if count <= 0:

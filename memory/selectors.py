@@ -30,8 +30,8 @@ from governance.keys import text_fingerprint
 from governance.models import User
 from governance.principal import Principal
 from governance.text import check_instant
-from memory.enums import Lifecycle, ScopeKind
 from memory import picture
+from memory.enums import Lifecycle, ScopeKind
 from memory.models import MemoryEntry, OffTheRecord, PendingConflict
 from memory.recall import pipeline as recall
 from memory.rules.conflicts import normalise_subject

@@ -50,9 +50,7 @@ def memory_picture(context: template.Context) -> dict[str, Any]:
     by_scope = picture.Chart(
         "By kind of memory",
         periods,
-        tuple(
-            picture.Series(k, vocabulary.SCOPE_LABELS[k], c) for k, c in counts.by_scope.items()
-        ),
+        tuple(picture.Series(k, vocabulary.SCOPE_LABELS[k], c) for k, c in counts.by_scope.items()),
     )
     by_topic = picture.Chart(
         "By topic",

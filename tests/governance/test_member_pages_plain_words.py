@@ -33,8 +33,15 @@ from inspection.enums import InspectionState, NoticeStatus
 from memory import demo
 from memory.enums import Lifecycle, Origin, ProvenanceKind, ScopeKind, SuppressionReason
 from memory.models import MemoryEntry
-from memory.services import Correction, MemoryDraft, memory_correct, memory_forget, memory_pause
-from memory.services import memory_write, off_the_record_set
+from memory.services import (
+    Correction,
+    MemoryDraft,
+    memory_correct,
+    memory_forget,
+    memory_pause,
+    memory_write,
+    off_the_record_set,
+)
 
 ENUMS = (
     Category,
@@ -167,7 +174,9 @@ def test_the_vocabulary_has_words_for_every_value(table, enum) -> None:
 def test_every_consent_and_opt_out_has_its_copy() -> None:
     assert set(vocabulary.CONSENT_COPY) == {str(t) for t in ConsentType}
     assert set(vocabulary.OPT_OUT_COPY) == {str(c) for c in OptOutCategory}
-    assert set(vocabulary.CONSENT_STATUS_LABELS) == {str(s) for s in (*ConsentStatus, *OptOutStatus)}
+    assert set(vocabulary.CONSENT_STATUS_LABELS) == {
+        str(s) for s in (*ConsentStatus, *OptOutStatus)
+    }
 
 
 def test_topic_choices_are_grouped_and_cover_every_topic_once() -> None:
@@ -243,6 +252,7 @@ def test_no_member_page_shows_a_raw_code(client, demo_member, django_capture_on_
         if codes:
             found[url] = codes
     assert found == {}
+
     # The walk met the states it claims to, in words.
     def detail(name: str) -> str:
         return texts[reverse("memory:detail", kwargs={"entry_id": entries[name].entry_id})]
