@@ -99,6 +99,9 @@ def test_the_export_button_files_one_export_and_lands_on_its_progress(
     client, ready, django_capture_on_commit_callbacks
 ) -> None:
     client.force_login(ready)
+    home = client.get(reverse("home")).content.decode()
+    assert 'action="/data-rights/export/"' in home and "Export my memory" in home
+    assert home.count(f'href="{reverse("inspection:mine")}"') >= 1
     page = client.get(reverse("memory:home")).content.decode()
     assert 'action="/data-rights/export/"' in page and "Export my memory" in page
     assert f'href="{reverse("inspection:mine")}"' in page and "Who looked at my memory" in page
