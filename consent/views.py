@@ -36,160 +36,36 @@ from consent.enums import (
 from consent.ledger import EventKind, LedgerEvent, TrailStep
 from consent.policy import BLUEPRINTS, ScopeMode
 from consent.terms import current_terms
+from governance import vocabulary
 from governance.errors import IrisError
 from governance.models import User
 from governance.pipeline import HeldForApproval
 from governance.principal import principal_of
+from governance.refusals import refusal_message
+from governance.vocabulary import Copy
 
-
-@dataclass(frozen=True)
-class Copy:
-    """Plain-English copy for one consent or opt-out."""
-
-    label: str
-    unlocks: str
-    revoking: str
-
-
-GENERAL_COPY: dict[str, Copy] = {
-    ConsentType.DATA_PROCESSING: Copy(
-        "Use what you say to answer you",
-        "The assistant may use what you tell it in a conversation to help you. Without it, "
-        "Iris keeps nothing at all, not even for the conversation in front of you.",
-        "Every kind of memory switches off. Nothing is deleted: delete memories from My "
-        "memory, or ask for erasure under Data rights.",
-    ),
-    ConsentType.DATA_STORAGE: Copy(
-        "Remember between conversations",
-        "Iris may keep memories after a conversation ends, so the assistant knows you next "
-        "time. Without it, memory lasts only as long as the conversation.",
-        "Long-term memory switches off and conversations are no longer kept. Nothing is "
-        "deleted: you can delete what is already kept from My memory.",
-    ),
-    ConsentType.SENSITIVE_DATA: Copy(
-        "Sensitive data in general",
-        "Iris may handle sensitive data at all, which pose memory in Living Scenes needs. "
-        "Each sensitive topic below still stays off until you switch it on.",
-        "Pose memory switches off. Nothing is deleted.",
-    ),
-    ConsentType.CROSS_DEVICE: Copy(
-        "Continue on your other devices",
-        "A conversation you start on one device may carry on another, including sensitive "
-        "topics you have switched on.",
-        "Conversations still move between devices, but never carry sensitive topics. "
-        "Nothing is deleted.",
-    ),
-    ConsentType.MULTI_ACTOR_SENSITIVE: Copy(
-        "Sensitive moments involving other people",
-        "Iris may remember sensitive things that happened between you and people you "
-        "mention. Those people are kept only as masked references, never as profiles.",
-        "Every memory of a sensitive moment involving someone else is deleted, whatever "
-        "its topic, with the summaries made from it.",
-    ),
-}
+# The words live in governance.vocabulary, keyed by value; here they are keyed by enum.
+GENERAL_COPY: dict[str, Copy] = {ConsentType(k): c for k, c in vocabulary.CONSENT_COPY.items()}
 
 CATEGORY_COPY: dict[Category, tuple[str, str]] = {
     # category: (label, what Iris may remember)
-    Category.PHYSICAL_HEALTH: ("Physical health", "illnesses, injuries, fitness and sleep"),
-    Category.MENTAL_HEALTH: ("Mental health", "your mood, stress, and mental health"),
-    Category.MEDICAL: ("Medical care", "diagnoses, treatments, medicines and appointments"),
-    Category.BIOMETRIC: ("Biometric data", "measurements of your body, such as heart rate"),
-    Category.POSE_ALIGNMENT: (
-        "Body movement and posture",
-        "how you move and hold your body in Living Scenes",
-    ),
-    Category.SUBSTANCE_USE: ("Alcohol and drugs", "your use of alcohol, drugs or medicines"),
-    Category.SEXUAL: ("Sex life", "your sex life"),
-    Category.SEXUALITY: ("Sexual orientation", "your sexual orientation"),
-    Category.GENDER_IDENTITY: ("Gender identity", "your gender identity"),
-    Category.SPIRITUAL: ("Spiritual life", "your spiritual life and practices"),
-    Category.RELIGION_USER_REDACTED: ("Religion or belief", "your religion or beliefs"),
-    Category.FINANCIAL: ("Money", "your income, spending and accounts"),
-    Category.FINANCIAL_DISTRESS: ("Money worries", "debts or money trouble you are facing"),
-    Category.LEGAL: ("Legal matters", "contracts, disputes and other legal matters"),
-    Category.LEGAL_JEOPARDY: (
-        "Legal trouble",
-        "situations that could get you into trouble with the law",
-    ),
-    Category.IMMIGRATION_STATUS: ("Immigration status", "your visa, residence or citizenship"),
-    Category.SAFETY: ("Personal safety", "threats to your safety and how you stay safe"),
-    Category.ABUSE_HISTORY: ("Experiences of abuse", "abuse you have lived through"),
-    Category.RELATIONSHIP_VIOLENCE: (
-        "Violence in a relationship",
-        "violence or control by a partner or family member",
-    ),
+    c: (vocabulary.TOPICS[c].label, vocabulary.TOPICS[c].what)
+    for c in sorted(SENSITIVE_CATEGORIES)
 }
 
 OPT_OUT_COPY: dict[OptOutCategory, Copy] = {
-    OptOutCategory.PERSONALIZATION: Copy(
-        "Personalisation",
-        "The assistant adapts to your preferences and interests.",
-        "Profile and topic memory pause until you switch personalisation back on.",
-    ),
-    OptOutCategory.SESSION_MEMORY: Copy(
-        "Memory within a conversation",
-        "The assistant remembers what was said earlier in the same conversation.",
-        "Each message is answered on its own.",
-    ),
-    OptOutCategory.LONG_TERM_MEMORY: Copy(
-        "Long-term memory",
-        "Iris keeps memories from one conversation to the next.",
-        "Long-term memory pauses; what is kept stays until you delete it.",
-    ),
-    OptOutCategory.CROSS_DEVICE_SYNC: Copy(
-        "Sync between devices",
-        "A conversation can move from one of your devices to another.",
-        "Conversations stay on the device where they started.",
-    ),
-    OptOutCategory.EMBODIED_MEMORY: Copy(
-        "Scene and pose memory",
-        "Living Scenes remember the scene and how you moved in it.",
-        "Scene and pose memory pause.",
-    ),
-    OptOutCategory.OPERATOR_COPILOT: Copy(
-        "Support assistant memory",
-        "Support staff's assistant may remember your past support conversations.",
-        "Support starts each conversation without that memory.",
-    ),
-    OptOutCategory.TENANT_SHARING: Copy(
-        "Shared organisation memory",
-        "Memory your organisation shares with its members may include what you add.",
-        "Nothing you add joins your organisation's shared memory.",
-    ),
+    OptOutCategory(k): c for k, c in vocabulary.OPT_OUT_COPY.items()
 }
 
-CAPTURE_LABELS: dict[str, str] = {
-    CaptureMethod.INLINE_PROMPT: "when the assistant asked",
-    CaptureMethod.SETTINGS_TOGGLE: "on this page",
-    CaptureMethod.DSAR_IMPORT: "imported with a data-rights request",
-    CaptureMethod.OPERATOR_RECORDED: "recorded by staff, with a witness",
-}
-
-STATUS_LABELS: dict[str, str] = {
-    ConsentStatus.GRANTED: "Given",
-    ConsentStatus.REVOKED: "Withdrawn",
-    OptOutStatus.OPTED_OUT: "Switched off",
-    OptOutStatus.OPTED_IN: "Switched back on",
-}
-
-MODE_LABELS: dict[str, str] = {
-    ScopeMode.DURABLE: "On, kept between conversations",
-    ScopeMode.EPHEMERAL: "On, for the current conversation only",
-    ScopeMode.SUPPRESSED: "Off",
-}
+CAPTURE_LABELS = vocabulary.CAPTURE_LABELS
+STATUS_LABELS = vocabulary.CONSENT_STATUS_LABELS
 
 if set(CATEGORY_COPY) != SENSITIVE_CATEGORIES or set(GENERAL_COPY) != set(ConsentType):
     raise RuntimeError("every consent type needs its copy on the consent page")
 
 
 def category_copy(category: Category) -> Copy:
-    label, what = CATEGORY_COPY[category]
-    return Copy(
-        label,
-        f"Iris may remember {what}, and bring it up only where it is relevant to you.",
-        f"Everything Iris remembers about {label.lower()} is deleted, with the summaries "
-        "made from it.",
-    )
+    return vocabulary.topic_copy(category.value)
 
 
 def label_of(kind: str, consent_type: str) -> str:
@@ -271,6 +147,52 @@ def _history(trail: list[TrailStep]) -> list[HistoryRow]:
     return rows
 
 
+@dataclass(frozen=True)
+class TopicGroupItems:
+    key: str
+    label: str
+    explanation: str
+    items: list[ConsentItem]
+
+
+@dataclass(frozen=True)
+class ScopeRow:
+    label: str
+    mode: str
+    why: list[str]
+
+
+def _scope_rows(overview: selectors.ConsentOverview) -> list[ScopeRow]:
+    """What each kind of memory does now, and which of the member's choices made it so.
+
+    Built from the blueprints here rather than from the policy's notes: those name the
+    member in the third person for the API, a member reads their own switches' names.
+    """
+    rows = []
+    for scope, policy in overview.scopes.items():
+        bp = BLUEPRINTS[scope]
+        why = [
+            f"Needs “{vocabulary.CONSENT_COPY[c].label}”, which is off."
+            for c in bp.required_consents
+            if c not in overview.granted
+        ] + [
+            f"You switched off “{vocabulary.OPT_OUT_COPY[o].label}”."
+            for o in bp.opt_out_categories
+            if o in overview.opted_out
+        ]
+        if policy.mode == ScopeMode.EPHEMERAL and not why:
+            storage = GENERAL_COPY[ConsentType.DATA_STORAGE].label
+            why = [f"Kept for the conversation only: “{storage}” is off."]
+        rows.append(
+            ScopeRow(
+                label=vocabulary.POLICY_SCOPE_LABELS[scope.value],
+                mode=vocabulary.POLICY_MODE_LABELS[policy.mode.value],
+                why=why,
+            )
+        )
+    return rows
+
+
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
@@ -286,30 +208,36 @@ def home(request: HttpRequest) -> HttpResponse:
             cascades=ledger.would_revoke_cascade(consent_type),
         )
 
-    terms = current_terms()
+    # Sensitive topics by theme, in the vocabulary's order: close topics (Money, Money
+    # worries) are separate consents in the ledger, so they stay separate switches, but
+    # side by side in one group with the words that tell them apart.
+    groups = [
+        TopicGroupItems(
+            key,
+            group.label,
+            group.explanation,
+            [
+                item(category_consent_type(code), category_copy(Category(code)))
+                for code, topic in vocabulary.TOPICS.items()
+                if topic.group == key
+            ],
+        )
+        for key, group in vocabulary.TOPIC_GROUPS.items()
+        if group.sensitive
+    ]
     context = {
         "general": [item(t.value, GENERAL_COPY[t]) for t in ConsentType],
-        "categories": [
-            item(category_consent_type(c), category_copy(c))
-            for c in sorted(SENSITIVE_CATEGORIES, key=lambda c: CATEGORY_COPY[c][0])
-        ],
+        "topic_groups": groups,
         "opt_outs": [
             OptOutItem(
                 c.value, slugify_type(c.value), OPT_OUT_COPY[c], overview.opted_out.get(c.value)
             )
             for c in OptOutCategory
         ],
-        "scopes": [
-            {
-                "label": BLUEPRINTS[scope].label,
-                "mode": MODE_LABELS[policy.mode],
-                "notes": policy.notes,
-            }
-            for scope, policy in overview.scopes.items()
-        ],
+        "scopes": _scope_rows(overview),
         "history": _history(overview.trail),
         "erased_count": overview.erased_count,
-        "terms": terms,
+        "terms": current_terms(),
     }
     return render(request, "consent/home.html", context)
 
@@ -420,7 +348,7 @@ def _apply(request: HttpRequest, change: Callable[[], object]) -> bool:
         messages.info(request, exc.detail)
         return False
     except IrisError as exc:
-        messages.error(request, exc.detail)
+        messages.error(request, refusal_message(exc))
         return False
     return True
 

@@ -49,6 +49,7 @@ from governance.errors import IrisError, NotFound
 from governance.models import User
 from governance.pipeline import Denied, HeldForApproval
 from governance.principal import Principal, principal_of
+from governance.refusals import refusal_message
 
 S = RequestState
 OPEN = frozenset(s.value for s in OPEN_STATES)
@@ -82,7 +83,7 @@ def _say(request: HttpRequest, action: Callable[[], Any], success: str) -> bool:
         messages.info(request, "This waits for an approval before it runs.")
         return False
     except Denied as exc:
-        messages.error(request, f"That was refused: {exc.detail}")
+        messages.error(request, refusal_message(exc, fallback=f"That was refused: {exc.detail}"))
         return False
     except IrisError as exc:
         messages.error(request, wording.plain_error(exc.rule, exc.detail))

@@ -2,26 +2,23 @@
 
 A member reads "In progress" and "Confirmed by a code sent to you", never `in-progress` or
 `email-link`: every value the pages show passes through one of these tables, and the page
-tests check that no raw value reaches a member's page. Labels the memory and consent pages
-already give (kinds of memory, sensitive topics) are reused from them, so a member reads
-the same name for the same thing everywhere.
+tests check that no raw value reaches a member's page. The words a member reads
+on other pages too (kinds of memory, topics, states) are `governance.vocabulary`'s, so a
+member reads the same name for the same thing everywhere; the queue's own words stay here.
 """
 
 from __future__ import annotations
 
 from consent.enums import Category, LegalBasis
-from consent.views import CAPTURE_LABELS, CATEGORY_COPY, STATUS_LABELS, label_of
+from consent.views import label_of
 from dsar.enums import Jurisdiction, RequestKind, RequestState, VerificationMethod
+from governance import vocabulary
 from memory.enums import ScopeKind
-from memory.views import ORIGIN_LABELS, SCOPE_LABELS
 
 S = RequestState
 
-KIND_LABELS: dict[str, str] = {
-    RequestKind.EXPORT: "A copy of your data",
-    RequestKind.DELETE: "Deletion of your data",
-    RequestKind.ACCESS: "A view of everything Iris holds about you",
-}
+# The member's words are governance.vocabulary's, shared with every member page.
+KIND_LABELS: dict[str, str] = vocabulary.DATA_RIGHTS_KIND_LABELS
 
 # What the legal queue calls each kind: the operator is not the person it is about.
 QUEUE_KIND_LABELS: dict[str, str] = {
@@ -31,16 +28,7 @@ QUEUE_KIND_LABELS: dict[str, str] = {
 }
 
 # The status a member reads, and one sentence on what happens next.
-STATE_LABELS: dict[str, str] = {
-    S.SUBMITTED: "Waiting for you to confirm it is you",
-    S.VERIFIED: "Confirmed, about to start",
-    S.IN_PROGRESS: "In progress",
-    S.COMPLETED: "Done",
-    S.FAILED: "Could not be done",
-    S.CANCELLED: "Cancelled",
-    S.EXPIRED: "Closed: not confirmed in time",
-    S.APPEALED: "Being looked at again",
-}
+STATE_LABELS: dict[str, str] = vocabulary.DATA_RIGHTS_STATE_LABELS
 
 STATE_NEXT: dict[str, str] = {
     S.SUBMITTED: "An app asked for this on your behalf. Nothing happens until you confirm "
@@ -139,28 +127,13 @@ STEP_REASONS: dict[str, str] = {
     "undone": "You undid this deletion; your memories are back.",
 }
 
-_OTHER_TOPICS: dict[Category, str] = {
-    Category.FACT: "Facts about you",
-    Category.PREFERENCE: "Likes and preferences",
-    Category.GOAL: "Goals",
-    Category.RELATIONSHIP: "People in your life",
-    Category.COMMITMENT: "Plans and promises",
-    Category.IDENTITY: "Who you are",
-    Category.SPATIAL: "Places",
-    Category.WORK: "Work",
-    Category.FAMILY: "Family",
-    Category.OTHER: "Everything else",
-}
+TOPIC_LABELS: dict[str, str] = vocabulary.TOPIC_LABELS
+MEMORY_KIND_LABELS: dict[str, str] = vocabulary.SCOPE_LABELS
 
-TOPIC_LABELS: dict[str, str] = {
-    **{c.value: label for c, label in _OTHER_TOPICS.items()},
-    **{c.value: label for c, (label, _) in CATEGORY_COPY.items()},
-}
-
-MEMORY_KIND_LABELS: dict[str, str] = {k.value: SCOPE_LABELS[k] for k in ScopeKind}
-
-if set(TOPIC_LABELS) != {c.value for c in Category}:
-    raise RuntimeError("every memory topic needs a plain label on the data-rights page")
+if set(TOPIC_LABELS) != {c.value for c in Category} or set(MEMORY_KIND_LABELS) != set(ScopeKind):
+    raise RuntimeError("every memory topic and kind needs a plain label on the data-rights page")
+if set(KIND_LABELS) != set(RequestKind) or set(STATE_LABELS) != set(RequestState):
+    raise RuntimeError("every data-rights kind and state needs a plain label")
 
 # What a refusal from the services means for the member, by its rule. The services word
 # their refusals for developers; a member reads these.
@@ -211,11 +184,7 @@ REPORT_SECTIONS: dict[str, str] = {
     "operator-accesses": "When someone at the company looked at your memory",
 }
 
-ACCESS_PATH_LABELS: dict[str, str] = {
-    "dsar-fulfillment": "To answer one of your data requests",
-    "incident-escalation": "To look into a safety incident",
-    "routine-review": "A routine support review",
-}
+ACCESS_PATH_LABELS: dict[str, str] = vocabulary.INSPECTION_PATH_LABELS
 
 NOTICE_LABELS: dict[str, str] = {
     "queued": "We will tell you by email",
@@ -224,23 +193,14 @@ NOTICE_LABELS: dict[str, str] = {
     "not-required": "No notice needed (nothing sensitive was seen)",
 }
 
-LIFECYCLE_LABELS: dict[str, str] = {
-    "draft": "Not confirmed",
-    "active": "In use",
-    "paused": "Paused",
-    "superseded": "An earlier version",
-    "tombstoned": "Forgotten",
-}
+LIFECYCLE_LABELS: dict[str, str] = vocabulary.LIFECYCLE_LABELS
+LEGAL_BASIS_LABELS: dict[str, str] = vocabulary.LEGAL_BASIS_LABELS
+ORIGIN_LABELS: dict[str, str] = vocabulary.ORIGIN_LABELS
+STATUS_LABELS: dict[str, str] = vocabulary.CONSENT_STATUS_LABELS
+CAPTURE_LABELS: dict[str, str] = vocabulary.CAPTURE_LABELS
 
-LEGAL_BASIS_LABELS: dict[str, str] = {
-    LegalBasis.CONSENT: "Your consent",
-    LegalBasis.EXPLICIT_CONSENT: "Your explicit consent",
-    LegalBasis.CONTRACT: "Our contract with you",
-    LegalBasis.LEGAL_OBLIGATION: "A legal obligation",
-    LegalBasis.VITAL_INTERESTS: "To protect someone's life",
-    LegalBasis.PUBLIC_TASK: "A task in the public interest",
-    LegalBasis.LEGITIMATE_INTERESTS: "Legitimate interests",
-}
+if set(LEGAL_BASIS_LABELS) != set(LegalBasis):
+    raise RuntimeError("every legal basis needs a plain label")
 
 # Report fields whose values Iris has words for, by the field's name.
 _REPORT_VALUES: dict[str, tuple[dict[str, str], ...]] = {

@@ -3,17 +3,17 @@
 An operator reads "Routine review" and "Waiting for a reviewer", a member reads "To
 answer a request you made about your data"; nobody reads `routine-review` or
 `role-never-reads-sensitive-memory`. Every value the pages show passes through one of
-these tables, and the page tests check that no raw value reaches a page. Topic and
-memory-kind names are the ones the consent and memory pages already use.
+these tables, and the page tests check that no raw value reaches a page. The words a
+member reads (topics, kinds of memory, why someone looked, the notice) are
+`governance.vocabulary`'s; the console's own words stay here.
 """
 
 from __future__ import annotations
 
 from consent.enums import Category
-from consent.views import CATEGORY_COPY
+from governance import vocabulary
 from inspection.enums import InspectionState, NoticeStatus, Refusal, Sensitivity
 from memory.enums import ScopeKind
-from memory.views import SCOPE_LABELS
 
 S = InspectionState
 R = Refusal
@@ -25,12 +25,8 @@ PATH_LABELS: dict[str, str] = {
     S.INCIDENT_ESCALATION: "Incident escalation",
 }
 
-# The same paths, as the member reads why someone looked.
-MEMBER_PATH_LABELS: dict[str, str] = {
-    S.ROUTINE_REVIEW: "A routine check, for example to answer a question you asked support",
-    S.DSAR_FULFILLMENT: "To answer a data-rights request you made",
-    S.INCIDENT_ESCALATION: "To investigate a safety or abuse report",
-}
+# The same paths, as the member reads why someone looked (the vocabulary's words).
+MEMBER_PATH_LABELS: dict[str, str] = vocabulary.INSPECTION_PATH_LABELS
 
 STATE_LABELS: dict[str, str] = {
     S.REQUESTED: "Requested",
@@ -124,35 +120,17 @@ RULE_WORDS: dict[str, str] = {
     "wrong-type": "This is not in the right form.",
 }
 
-NOTICE_LABELS: dict[str, str] = {
-    "not-required": "No notice needed: no sensitive memory was seen",
-    NoticeStatus.QUEUED: "We will tell you by email within 72 hours",
-    NoticeStatus.SENDING: "We will tell you by email within 72 hours",
-    NoticeStatus.DELIVERED: "You were told",
-}
+NOTICE_LABELS: dict[str, str] = vocabulary.INSPECTION_NOTICE_LABELS
+TOPIC_LABELS: dict[str, str] = vocabulary.TOPIC_LABELS
+MEMORY_KIND_LABELS: dict[str, str] = vocabulary.SCOPE_LABELS
 
-_OTHER_TOPICS: dict[Category, str] = {
-    Category.FACT: "Facts about you",
-    Category.PREFERENCE: "Likes and preferences",
-    Category.GOAL: "Goals",
-    Category.RELATIONSHIP: "People in your life",
-    Category.COMMITMENT: "Plans and promises",
-    Category.IDENTITY: "Who you are",
-    Category.SPATIAL: "Places",
-    Category.WORK: "Work",
-    Category.FAMILY: "Family",
-    Category.OTHER: "Everything else",
-}
-
-TOPIC_LABELS: dict[str, str] = {
-    **{c.value: label for c, label in _OTHER_TOPICS.items()},
-    **{c.value: label for c, (label, _) in CATEGORY_COPY.items()},
-}
-
-MEMORY_KIND_LABELS: dict[str, str] = {k.value: SCOPE_LABELS[k] for k in ScopeKind}
-
-if set(TOPIC_LABELS) != {c.value for c in Category}:
-    raise RuntimeError("every memory topic needs a plain label on the inspection pages")
+if (
+    set(TOPIC_LABELS) != {c.value for c in Category}
+    or set(MEMORY_KIND_LABELS) != set(ScopeKind)
+    or set(MEMBER_PATH_LABELS) != {S.ROUTINE_REVIEW, S.DSAR_FULFILLMENT, S.INCIDENT_ESCALATION}
+    or not {n.value for n in NoticeStatus} <= set(NOTICE_LABELS)
+):
+    raise RuntimeError("every topic, memory kind, path and notice needs a plain label")
 
 
 def refusal(code: str | None, rule: str | None, fallback: str) -> str:

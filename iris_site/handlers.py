@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from governance.errors import api_not_found, api_server_error
+from governance.errors import PROBLEM_CONTENT_TYPE, api_not_found, api_server_error, problem_body
+
+
+def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            problem_body(403, "forbidden", "Forbidden", "You may not do this."),
+            status=403,
+            content_type=PROBLEM_CONTENT_TYPE,
+        )
+    return render(request, "403.html", status=403)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

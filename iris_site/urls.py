@@ -32,5 +32,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]
 
+handler403 = "iris_site.handlers.forbidden"
 handler404 = "iris_site.handlers.not_found"
 handler500 = "iris_site.handlers.server_error"

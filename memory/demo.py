@@ -39,18 +39,24 @@ DEMO_EXTRAS: tuple[tuple[str, dict[str, str], str, str, str], ...] = (
 
 
 def seed(*, tenant: Tenant, member: User) -> int:
-    """Grant the consents durable profile memory needs and write the demo memories once."""
+    """Grant the consents durable profile memory needs and write the demo memories once.
+
+    The consents are recorded by Iris itself (system, an import), not as the member's own
+    act on the consent page: the member never pressed those buttons, and their history
+    says so.
+    """
     principal = Principal(kind="member", id=member.public_id, tenant_id=tenant.id)
+    seeder = Principal.system("seed_demo", tenant.id)
     granted = active_consent_types(tenant_id=tenant.id, member=member)
     for consent_type in (ConsentType.DATA_PROCESSING, ConsentType.DATA_STORAGE):
         if consent_type not in granted:
             consent_record(
-                principal=principal,
+                principal=seeder,
                 member=member,
                 consent_type=consent_type,
                 status="granted",
                 legal_basis=LegalBasis.CONSENT,
-                capture_method=CaptureMethod.SETTINGS_TOGGLE,
+                capture_method=CaptureMethod.DSAR_IMPORT,
             )
     if MemoryEntry.objects.filter(tenant=tenant, member=member).exists():
         return 0

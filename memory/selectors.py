@@ -16,19 +16,21 @@ import binascii
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime
 from functools import lru_cache
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncMonth
 
 from consent.enums import AdapterScope, Category
 from consent.policy import blueprint
-from governance import keys, plainsql
+from governance import keys, plainsql, vocabulary
 from governance.errors import NotFound, ValidationFailed
 from governance.keys import text_fingerprint
 from governance.models import User
 from governance.principal import Principal
 from governance.text import check_instant
+from memory import picture
 from memory.enums import Lifecycle, ScopeKind
 from memory.models import MemoryEntry, OffTheRecord, PendingConflict
 from memory.recall import pipeline as recall
@@ -296,6 +298,13 @@ def off_the_record_toggles(*, member: User) -> list[OffTheRecord]:
     )
 
 
+def off_the_record_everywhere(*, member: User) -> OffTheRecord | None:
+    """The member-wide toggle (every session, every surface), the one the banner shows."""
+    return OffTheRecord.objects.filter(
+        tenant_id=member.tenant_id, member=member, session_id="", surface=""
+    ).first()
+
+
 # ------------------------------------------------------------------- recall and jobs
 
 
@@ -418,3 +427,61 @@ def derived_entry_ids(*, member: User, sources: Iterable[uuid.UUID]) -> set[uuid
         frontier = {e for e, refs in refs_of.items() if e not in found and refs & names}
         found |= frontier
     return found - sources
+
+
+# ------------------------------------------------------------------- the memory picture
+
+PICTURE_MONTHS = 6
+
+
+@dataclass(frozen=True)
+class MemoryPicture:
+    """What Iris remembers now, counted by when it was first remembered: for each of the
+    last months, how many of today's memories it already held by the month's end, by
+    kind of memory and by topic group (`governance.vocabulary.TOPIC_GROUPS`)."""
+
+    months: list[date]
+    by_scope: dict[str, tuple[int, ...]]
+    by_topic_group: dict[str, tuple[int, ...]]
+
+    @property
+    def total(self) -> int:
+        return sum(counts[-1] for counts in self.by_scope.values())
+
+
+def memory_picture(
+    *, principal: Principal, member: User, today: date, months: int = PICTURE_MONTHS
+) -> MemoryPicture:
+    """One grouped query: current, not forgotten entries by month first written, kind and
+    topic; then running totals. Forgotten memories are not counted: Iris no longer uses them."""
+    rows = (
+        _readable(principal, member)
+        .filter(is_current=True)
+        .exclude(lifecycle=Lifecycle.TOMBSTONED)
+        .annotate(month=TruncMonth("created_at", tzinfo=UTC))
+        .values("month", "scope_kind", "category")
+        .annotate(n=Count("revision_id"))
+        .order_by()
+    )
+    window = picture.months_ending(today, months)
+    scope_counts: dict[str, dict[date, int]] = {}
+    group_counts: dict[str, dict[date, int]] = {}
+    for row in rows:
+        month = row["month"].date() if isinstance(row["month"], datetime) else row["month"]
+        group = vocabulary.TOPICS[row["category"]].group
+        for table, key in ((scope_counts, row["scope_kind"]), (group_counts, group)):
+            bucket = table.setdefault(key, {})
+            bucket[month] = bucket.get(month, 0) + row["n"]
+    return MemoryPicture(
+        months=window,
+        by_scope={
+            k.value: picture.cumulative(scope_counts[k.value], window)
+            for k in ScopeKind
+            if k.value in scope_counts
+        },
+        by_topic_group={
+            g: picture.cumulative(group_counts[g], window)
+            for g in vocabulary.TOPIC_GROUPS
+            if g in group_counts
+        },
+    )

@@ -22,12 +22,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from consent.enums import Category, is_sensitive
+from consent.enums import is_sensitive
+from governance import vocabulary
 from governance.approvals import approvals_pending_for
 from governance.errors import IrisError, NotFound, ValidationFailed
 from governance.models import User
 from governance.pipeline import Denied, HeldForApproval
 from governance.principal import Principal, principal_of
+from governance.refusals import refusal_message
 from governance.vocabulary import MEMORY_ACTIONS as WORDS
 from memory import selectors, services, step_up
 from memory.enums import Lifecycle, Origin, ScopeKind
@@ -38,33 +40,17 @@ from memory.rules.scopes import scope_change_targets
 
 LIST_LIMIT = 200
 
-SCOPE_LABELS: dict[str, str] = {
-    ScopeKind.PROFILE: "About you",
-    ScopeKind.SESSION: "From a conversation",
-    ScopeKind.NOTEBOOK: "Notebooks",
-    ScopeKind.OPERATOR_COPILOT: "Notes by support staff",
-    ScopeKind.TENANT: "Shared by your organisation",
-    ScopeKind.SCENE: "Living Scenes",
-    ScopeKind.POSE: "Pose samples",
-    ScopeKind.CRISIS: "Crisis support",
-}
-
-ORIGIN_LABELS: dict[str, str] = {
-    "user-stated": "You said",
-    "user-confirmed": "You confirmed",
-    "model-inferred": "Guessed",
-    "operator-copilot": "Staff note",
-    "summarized-from-session": "Summary",
-    "imported": "Imported",
-}
+# The member's words for scopes and origins are governance.vocabulary's.
+SCOPE_LABELS: dict[str, str] = vocabulary.SCOPE_LABELS
+ORIGIN_LABELS: dict[str, str] = vocabulary.ORIGIN_LABELS
 
 DEFAULT_NOTEBOOK = "personal"
 NOTEBOOK_NAME_MAX = 64
 
 
 def topic_label(category: str) -> str:
-    """A topic as the member reads it (the stored code with its underscores gone)."""
-    return category.replace("_", " ").capitalize()
+    """A topic as the member reads it."""
+    return vocabulary.label("topic", category)
 
 
 class CorrectionForm(forms.Form):
@@ -74,9 +60,7 @@ class CorrectionForm(forms.Form):
         max_length=BODY_MAX_LENGTH,
         strip=True,
     )
-    category = forms.ChoiceField(
-        label="Topic", choices=[(c.value, c.value.replace("_", " ")) for c in Category]
-    )
+    category = forms.ChoiceField(label="Topic", choices=vocabulary.topic_choices())
 
 
 class ScopeForm(forms.Form):
@@ -161,10 +145,10 @@ def _act(request: HttpRequest, action: Callable[[], Any], success: str) -> Any:
         )
         return None
     except Denied as exc:
-        messages.error(request, f"That was refused: {exc.detail}")
+        messages.error(request, refusal_message(exc, fallback=f"That was refused: {exc.detail}"))
         return None
     except IrisError as exc:
-        messages.error(request, f"Nothing was changed: {exc.detail}")
+        messages.error(request, refusal_message(exc, fallback=f"Nothing was changed: {exc.detail}"))
         return None
     messages.success(request, success)
     return result if result is not None else True
@@ -350,7 +334,7 @@ def edit(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
                 messages.info(request, "This change is waiting for your approval.")
                 return _back_to(entry.entry_id)
             except IrisError as exc:
-                form.add_error(None, exc.detail)
+                form.add_error(None, refusal_message(exc))
             else:
                 if outcome.written:
                     messages.success(request, "Saved. Iris now remembers your correction.")

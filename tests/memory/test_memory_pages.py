@@ -47,7 +47,7 @@ def test_home_lists_current_memories_grouped_by_scope(browser, ready, entry) -> 
     html = response.content.decode()
     assert "What we remember" in html and "I live in Lyon" in html
     assert "About you" in html and "From a conversation" in html
-    assert "Topic: Preference" in html and "Source: You said" in html
+    assert "Topic: Likes and preferences" in html and "Source: You said" in html
     assert "Waiting for your approval" in html
 
 
