@@ -298,21 +298,6 @@ MEMORY_ACTIONS: dict[str, str] = {
     "notebook_existing": "Notebook",
     "notebook_new": "Or name a new notebook",
     "no_moves": "Memories of this kind stay where they are.",
-    # a revision's state in the history table (by lifecycle)
-    "state-draft": "Not confirmed",
-    "state-active": "In use",
-    "state-paused": "Paused",
-    "state-superseded": "Replaced by a later version",
-    "state-tombstoned": "Forgotten",
-    # where a memory came from (by provenance kind)
-    "source-session-turn": "A conversation",
-    "source-session-summary": "A summary of a conversation",
-    "source-profile-promotion": "Moved to about you",
-    "source-manual-import": "An import",
-    "source-inference-batch": "The assistant's inferences",
-    "source-notebook-attachment": "Copied into a notebook",
-    "source-scene-event": "A Living Scene",
-    "source-pose-sample": "A pose sample",
     "read_only_copy": (
         "This is your read-only copy of something your organisation shares. It cannot be "
         "moved or changed; forget it if you no longer want it."

@@ -275,9 +275,9 @@ def detail(request: HttpRequest, entry_id: uuid.UUID) -> HttpResponse:
     purge_at = purge_due_at(entry.updated_at) if tombstoned else None
     moves = _moves(entry)
     for revision in history:
-        revision.state_label = WORDS.get(f"state-{revision.lifecycle}", "")  # type: ignore[attr-defined]
+        revision.state_label = vocabulary.label("lifecycle", revision.lifecycle)  # type: ignore[attr-defined]
     provenance = [
-        {**link, "label": WORDS.get(f"source-{link.get('kind')}", "Another memory")}
+        {**link, "label": vocabulary.label("provenance", link.get("kind"))}
         for link in entry.provenance_chain or []
     ]
     context = {
