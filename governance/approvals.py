@@ -74,6 +74,7 @@ from governance.operations import (  # noqa: F401 - the registry's names, re-exp
     Resume,
     describe_operation,
     operation_action,
+    operation_undo,
     register_resumable,
     resumable,
 )
@@ -99,10 +100,17 @@ def _requester_label(principal: Principal) -> str:
 
 def destructive_card(op: Operation, arguments: dict[str, Any]) -> str:
     verb = "want" if op.principal.kind == "member" else "wants"
+    undo = operation_undo(op.name)
+    why = (
+        f"You can undo it for {undo} afterwards, but it waits for your approval first."
+        if undo
+        else "This cannot be undone, so it waits for your approval."
+    )
     return (
-        f"{_requester_label(op.principal)} {verb} to {operation_action(op.name, arguments)}. "
-        "This cannot be undone, so it waits for your approval."
-    )[:MAX_CARD]
+        f"{_requester_label(op.principal)} {verb} to {operation_action(op.name, arguments)}. {why}"[
+            :MAX_CARD
+        ]
+    )
 
 
 def taint_card(op: Operation, arguments: dict[str, Any]) -> str:

@@ -63,6 +63,13 @@ class Approval(models.Model):
             models.Index(fields=["status", "expires_at"]),
         ]
 
+    @property
+    def undoable(self) -> bool:
+        """Whether the member can undo the operation after it ran (the card's heading)."""
+        from governance.operations import operation_undo
+
+        return operation_undo(self.operation) is not None
+
 
 class SideEffect(models.Model):
     """The side-effect ledger: a destructive call's row, committed before the call runs.

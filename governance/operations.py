@@ -22,6 +22,9 @@ _IN_ONE_CATEGORY = "in one category"
 
 # Plain-English phrases, completing "… wants to <action>"; apps register theirs.
 _ACTIONS: dict[str, str] = {}
+# How long the member can still undo an operation after it ran ("14 days"); absent when it
+# cannot be undone. Cards must not call an undoable change irreversible.
+_UNDO: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,19 @@ ResumableFunc = Callable[[Resume], Any]
 _RESUMABLE: dict[str, ResumableFunc] = {}
 
 
-def register_resumable(name: str, func: ResumableFunc, *, action: str | None = None) -> None:
-    """Register how to issue operation `name` again from its stored arguments."""
+def register_resumable(
+    name: str, func: ResumableFunc, *, action: str | None = None, undo: str | None = None
+) -> None:
+    """Register how to issue operation `name` again from its stored arguments, and (as
+    `undo`, e.g. "14 days") how long the member can undo it afterwards."""
     current = _RESUMABLE.get(name)
     if current is not None and current is not func:
         raise ValueError(f"operation {name!r} already has a resumable function")
     _RESUMABLE[name] = func
     if action:
         describe_operation(name, action)
+    if undo:
+        _UNDO[name] = undo
 
 
 def resumable(name: str) -> ResumableFunc | None:
@@ -67,6 +75,11 @@ def resumable(name: str) -> ResumableFunc | None:
 def describe_operation(name: str, action: str) -> None:
     """The plain-English action shown on cards, completing "… wants to <action>"."""
     _ACTIONS[name] = action
+
+
+def operation_undo(name: str) -> str | None:
+    """How long `name` can be undone after it ran, or None when it cannot be."""
+    return _UNDO.get(name)
 
 
 def operation_action(name: str, arguments: dict[str, Any] | None = None) -> str:

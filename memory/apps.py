@@ -77,7 +77,11 @@ class MemoryConfig(AppConfig):
         from governance.pipeline import register, registered_checks
         from memory import checks  # registers memory's doctor checks
         from memory.controls import ControlOwnerGate
+        from memory.rules.retention import SOFT_DELETE_GRACE
         from memory.services import MemoryWriteGate
+
+        # A forget can be undone until the purge (memory/rules/retention.py).
+        undo = f"{SOFT_DELETE_GRACE.days} days"
 
         # The memory write gate is a governance check, so its decisions (scope policy,
         # allowed consumer, sensitive-category consent) land in the audit chain with the
@@ -100,17 +104,19 @@ class MemoryConfig(AppConfig):
             _resume_actors_forget,
             action="forget every memory that mentions one person",
         )
-        register_resumable("memory.forget", _resume_forget, action="forget a memory")
+        register_resumable("memory.forget", _resume_forget, action="forget a memory", undo=undo)
         # The card says what the member asked for; the topic stays off it (a raw code).
         register_resumable(
             "memory.clear_category",
             _resume_clear,
             action="forget every memory about one topic",
+            undo=undo,
         )
         register_resumable(
             "memory.clear_all",
             _resume_clear,
             action="forget everything Iris remembers about you",
+            undo=undo,
         )
         describe_operation("memory.correct", "correct a memory")
         # `/api/v1/health` says which ranker recall uses (BM25 when the model cannot load).

@@ -68,6 +68,7 @@ def _resume(call: Resume) -> Any:
 @pytest.fixture
 def held(member, surface_token, monkeypatch) -> Approval:
     monkeypatch.setattr(operations, "_RESUMABLE", {})
+    monkeypatch.setattr(operations, "_UNDO", {})
     register_resumable(
         "memory.clear_all", _resume, action="clear everything Iris remembers about you"
     )

@@ -100,6 +100,7 @@ def cleared(member: User) -> int:
 def registry(monkeypatch):
     """A private resumable registry holding the fake service (whatever apps registered)."""
     monkeypatch.setattr(operations, "_RESUMABLE", {})
+    monkeypatch.setattr(operations, "_UNDO", {})
     register_resumable(
         "memory.clear_category",
         _resume_clear_category,
@@ -121,6 +122,19 @@ def hold(surface: Principal, member: User, category: str = "health") -> Approval
 
 
 # -- the check ---------------------------------------------------------------------------
+
+
+def test_an_undoable_operation_is_not_called_irreversible(surface, member, registry) -> None:
+    register_resumable(
+        "memory.clear_category",
+        _resume_clear_category,
+        action="clear everything Iris remembers about you in one category",
+        undo="14 days",
+    )
+    approval = hold(surface, member)
+    assert "cannot be undone" not in approval.card_text
+    assert "You can undo it for 14 days afterwards" in approval.card_text
+    assert approval.undoable
 
 
 def test_destructive_call_is_held_and_does_not_run(surface, member, registry) -> None:

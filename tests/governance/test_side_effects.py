@@ -68,6 +68,7 @@ def deleted(member: User) -> int:
 @pytest.fixture
 def registry(monkeypatch):
     monkeypatch.setattr(operations, "_RESUMABLE", {})
+    monkeypatch.setattr(operations, "_UNDO", {})
 
     def resume(call: Resume) -> Any:
         member = User.objects.get(tenant_id=call.principal.tenant_id, public_id=call.member_id)
@@ -260,6 +261,7 @@ def test_resume_operations_marks_failed_what_nothing_can_complete(
     member, monkeypatch, capsys
 ) -> None:
     monkeypatch.setattr(operations, "_RESUMABLE", {})
+    monkeypatch.setattr(operations, "_UNDO", {})
     row = crash_mid_call(member)
     call_command("resume_operations")
     assert "0 completed, 1 failed" in capsys.readouterr().out

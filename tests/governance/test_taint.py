@@ -108,6 +108,7 @@ def corrections() -> int:
 @pytest.fixture
 def registry(monkeypatch):
     monkeypatch.setattr(operations, "_RESUMABLE", {})
+    monkeypatch.setattr(operations, "_UNDO", {})
     register_resumable("memory.correct", _resume_correct)
 
 
