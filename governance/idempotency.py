@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
+# Handlers that take the header: the OpenAPI schema documents it (and its problems) on them.
+IDEMPOTENT_HANDLERS: set[Callable[..., Response]] = set()
 
 
 def _fingerprint(request: Request) -> str:
@@ -89,6 +91,7 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
             raise
         return response
 
+    IDEMPOTENT_HANDLERS.add(wrapper)
     return wrapper
 
 

@@ -194,6 +194,11 @@ SPECTACULAR_SETTINGS = {
         "ProvenanceKindEnum": "iris_site.schema_enums.provenance_kinds",
         "DataRightsKindEnum": "iris_site.schema_enums.data_rights_kinds",
     },
+    # Every operation's problems, from governance.problems (docs/decisions/api.md).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "iris_site.openapi.document_problems",
+    ],
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("IRIS_MAX_BODY_BYTES", 256 * 1024)
 
