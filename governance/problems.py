@@ -50,9 +50,7 @@ _TABLE: tuple[ProblemCode, ...] = (
         409,
         "A request with this `Idempotency-Key` is still running; retry after a moment.",
     ),
-    ProblemCode(
-        "rate-limited", 429, "Too many requests; wait for the seconds in `Retry-After`."
-    ),
+    ProblemCode("rate-limited", 429, "Too many requests; wait for the seconds in `Retry-After`."),
     ProblemCode("forbidden", 403, "This caller may not do this."),
     ProblemCode("conflict", 409, "The request conflicts with the current state."),
     # -- the governance kernel ---------------------------------------------------------------
@@ -79,9 +77,7 @@ _TABLE: tuple[ProblemCode, ...] = (
     ProblemCode("no-owner-to-ask", 403, "Nobody can approve this call."),
     ProblemCode("approval-arguments-invalid", 403, "The call cannot be held for approval."),
     ProblemCode("side-effect-ledger-off", 403, "Destructive calls are off on this server."),
-    ProblemCode(
-        "side-effect-arguments-invalid", 403, "The call's arguments cannot be recorded."
-    ),
+    ProblemCode("side-effect-arguments-invalid", 403, "The call's arguments cannot be recorded."),
     ProblemCode("tenant-mismatch", 403, "The call names another tenant."),
     ProblemCode("not-owner", 403, "A member may act on their own memory only."),
     ProblemCode(
@@ -94,15 +90,9 @@ _TABLE: tuple[ProblemCode, ...] = (
     ProblemCode("run-recall-limit", 403, "This run recalled too often."),
     ProblemCode("run-write-limit", 403, "This run wrote too often."),
     ProblemCode("run-loop-detected", 403, "This run keeps flipping the same memory."),
-    ProblemCode(
-        "egress-unknown-tier", 403, "The destination tier must be `local` or `cloud`."
-    ),
-    ProblemCode(
-        "egress-unfiltered", 403, "The answer holds data that may not reach this tier."
-    ),
-    ProblemCode(
-        "approval-already-decided", 409, "The member already answered this approval."
-    ),
+    ProblemCode("egress-unknown-tier", 403, "The destination tier must be `local` or `cloud`."),
+    ProblemCode("egress-unfiltered", 403, "The answer holds data that may not reach this tier."),
+    ProblemCode("approval-already-decided", 409, "The member already answered this approval."),
     ProblemCode("approval-expired", 409, "The approval expired before it was answered."),
     # -- memory ------------------------------------------------------------------------------
     ProblemCode(
@@ -165,9 +155,7 @@ _TABLE: tuple[ProblemCode, ...] = (
     ProblemCode("not-active", 409, "Only an active memory can be paused."),
     ProblemCode("not-paused", 409, "Only a paused memory can be resumed."),
     ProblemCode("not-forgotten", 409, "Only a forgotten memory can be restored."),
-    ProblemCode(
-        "grace-window-passed", 409, "The memory was forgotten too long ago to restore."
-    ),
+    ProblemCode("grace-window-passed", 409, "The memory was forgotten too long ago to restore."),
     ProblemCode(
         "restore-conflict", 409, "A newer memory took this one's place; it cannot be restored."
     ),
@@ -194,17 +182,13 @@ _TABLE: tuple[ProblemCode, ...] = (
     ),
     ProblemCode("not-opted-out", 409, "There is no opt-out in force to lift."),
     # -- data rights -------------------------------------------------------------------------
-    ProblemCode(
-        "open-request-exists", 409, "The member already has an open request of this kind."
-    ),
+    ProblemCode("open-request-exists", 409, "The member already has an open request of this kind."),
     ProblemCode("transition-not-permitted", 403, "This move is not allowed for this caller."),
     ProblemCode("legal-role-required", 403, "Only the legal role may do this."),
     ProblemCode("legal-hold", 403, "A legal hold stops this request."),
     ProblemCode("legal-hold-exists", 409, "A legal hold is already in place."),
     ProblemCode("work-not-finished", 409, "The request's work has not finished yet."),
-    ProblemCode(
-        "not-awaiting-verification", 409, "The request is not waiting for verification."
-    ),
+    ProblemCode("not-awaiting-verification", 409, "The request is not waiting for verification."),
     ProblemCode("no-contact-address", 409, "There is no address to send a code to."),
     ProblemCode("verification-failed", 400, "The verification code is wrong or expired."),
     ProblemCode("request-not-open", 409, "The request is closed."),

@@ -1,10 +1,10 @@
 """The last step of the OpenAPI schema: the problems every operation can answer with.
 
-Each view names the codes only it can raise (`governance.schema.problems`); this hook adds
-the ones any call can meet (authentication, rate limit, bad input, a missing member or
-resource, a reused `Idempotency-Key`), groups them by status into documented responses of
-the shared `Problem` component, with the `code` narrowed to the operation's list, and marks
-`userId` required wherever a surface must send it. Meanings come from
+`iris_site.api_operations` gives each operation its words and the codes only it can
+raise; this hook adds the ones any call can meet (authentication, rate limit, bad input,
+a missing member or resource, a reused `Idempotency-Key`), groups them by status into
+documented responses of the shared `Problem` component, with the `code` narrowed to the
+operation's list, and marks `userId` required wherever a surface must send it. Meanings come from
 `governance.problems`, so the schema says what the code does.
 """
 
@@ -14,7 +14,9 @@ from typing import Any
 
 from governance.idempotency import HEADER, IDEMPOTENT_HANDLERS
 from governance.problems import PROBLEMS, problems_by_status
-from governance.schema import PROBLEM_CODES_KEY
+from iris_site.api_operations import OPERATIONS
+
+PROBLEM_CODES_KEY = "x-problem-codes"
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 MUTATING = {"post", "put", "patch", "delete"}
@@ -85,7 +87,7 @@ _HEADERS_BY_STATUS: dict[int, dict[str, Any]] = {
     401: {
         "WWW-Authenticate": {
             "schema": {"type": "string"},
-            "description": "`Bearer realm=\"iris\"`",
+            "description": '`Bearer realm="iris"`',
         }
     },
     429: {
@@ -185,12 +187,18 @@ def document_problems(
         for method, operation in operations.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
+            doc = OPERATIONS.get(operation["operationId"])
+            if doc is not None:
+                operation["tags"] = [doc.tag]
+                operation["summary"] = doc.summary
+                operation["description"] = doc.description
             component = _request_component(operation)
             body = schemas.get(component) if component else None
             idempotent = (path, method) in idempotent_ops
             _mark_user_id(operation, body)
-            if idempotent:
-                operation.setdefault("parameters", []).append(
+            parameters = operation.setdefault("parameters", [])
+            if idempotent and not any(p["name"] == HEADER for p in parameters):
+                parameters.append(
                     {
                         "in": "header",
                         "name": HEADER,
@@ -199,7 +207,7 @@ def document_problems(
                         "key and body returns the first answer and changes nothing.",
                     }
                 )
-            declared = operation.get(PROBLEM_CODES_KEY, [])
+            declared = list(doc.problems) if doc is not None else []
             codes = [*declared, *_common_codes(path, operation, idempotent=idempotent, body=body)]
             operation[PROBLEM_CODES_KEY] = list(dict.fromkeys(codes))
             responses = operation.setdefault("responses", {})

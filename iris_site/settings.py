@@ -193,6 +193,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ProvenanceKindEnum": "iris_site.schema_enums.provenance_kinds",
         "DataRightsKindEnum": "iris_site.schema_enums.data_rights_kinds",
+        "ProductSurfaceEnum": "iris_site.schema_enums.product_surfaces",
     },
     # Every operation's problems, from governance.problems (docs/decisions/api.md).
     "POSTPROCESSING_HOOKS": [
