@@ -181,6 +181,22 @@ _TABLE: tuple[ProblemCode, ...] = (
         "consent-not-granted", 409, "The consent is not currently granted; nothing to revoke."
     ),
     ProblemCode("not-opted-out", 409, "There is no opt-out in force to lift."),
+    ProblemCode(
+        "capture-method-not-allowed",
+        403,
+        "This caller may not record consent captured this way; a surface records "
+        "`inline-prompt` consent (`errors[].allowed` lists what it may use).",
+    ),
+    ProblemCode(
+        "capture-role-not-allowed", 403, "Only support and legal record witnessed consent."
+    ),
+    ProblemCode(
+        "witness-must-be-recorder",
+        403,
+        "The witness of an operator-recorded consent is the operator recording it.",
+    ),
+    ProblemCode("capture-future-dated", 403, "`occurredAt` may not be in the future."),
+    ProblemCode("capture-backdated", 403, "`occurredAt` is too far in the past."),
     # -- data rights -------------------------------------------------------------------------
     ProblemCode("open-request-exists", 409, "The member already has an open request of this kind."),
     ProblemCode("transition-not-permitted", 403, "This move is not allowed for this caller."),

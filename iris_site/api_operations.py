@@ -229,7 +229,9 @@ OPERATIONS: dict[str, OperationDoc] = {
         "out of / back into a use. Record it the moment the member agrees, with how it "
         "was captured; the ledger is append-only. Revoking a sensitive category forgets "
         "the memories in it.",
-        ("consent-not-granted", "not-opted-out"),
+        ("consent-not-granted", "not-opted-out", "capture-method-not-allowed",
+         "capture-role-not-allowed", "witness-must-be-recorder", "capture-future-dated",
+         "capture-backdated"),
     ),
     "v1_consents_active_retrieve": OperationDoc(
         "consent",
