@@ -164,6 +164,18 @@ _TABLE: tuple[ProblemCode, ...] = (
         409,
         "The target scope already holds a memory on this subject.",
     ),
+    ProblemCode(
+        "scope-change-not-allowed",
+        409,
+        "Memory moves only session to profile or notebook, profile to notebook, and tenant "
+        "to notebook (as a read-only copy).",
+    ),
+    ProblemCode("same-scope", 409, "The memory is already in that scope."),
+    ProblemCode(
+        "tenant-memory-never-consumer-profile",
+        409,
+        "A tenant memory never moves into the member's profile.",
+    ),
     ProblemCode("conflict-closed", 409, "This question was already answered."),
     ProblemCode("conflict-expired", 409, "This question expired; write the memory again."),
     ProblemCode(

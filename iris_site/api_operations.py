@@ -9,6 +9,7 @@ are the views' own and never change (clients are generated from them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 DEMO_MEMBER = "7f3b2c1a-9d4e-4f6a-8b5c-2e1d0a9f8c7b"  # seed_demo's member: examples work as sent
 
@@ -35,11 +36,29 @@ GOVERNED_FIELDS = (
 
 
 @dataclass(frozen=True)
+class Example:
+    """A request that works as sent against a fresh demo (`make run`): its body, or its
+    query for a GET or DELETE, and the status (and problem code) it answers with.
+    `tests/api/test_schema_examples.py` sends every one."""
+
+    name: str
+    summary: str
+    value: dict[str, Any]
+    status: int
+    code: str = ""
+
+
+@dataclass(frozen=True)
 class OperationDoc:
     tag: str
     summary: str
     description: str
     problems: tuple[str, ...] = ()
+    examples: tuple[Example, ...] = ()
+
+
+PROFILE = {"kind": "profile", "userId": DEMO_MEMBER}
+ASKS_FOR_MEMBER = Example("demo-member", "The demo member", {"userId": DEMO_MEMBER}, 200)
 
 
 WRITE_PROBLEMS = (
@@ -61,6 +80,14 @@ OPERATIONS: dict[str, OperationDoc] = {
         "The member's memories, newest first, a page at a time: pass `next` back as "
         "`cursor` for the next page. Filter by `scope` (a scope key), `category` and "
         "`lifecycle`; forgotten memories appear only with `lifecycle=tombstoned`.",
+        examples=(
+            Example(
+                "demo-member",
+                "The demo member's memories",
+                {"userId": DEMO_MEMBER, "limit": 10},
+                200,
+            ),
+        ),
     ),
     "memories_write": OperationDoc(
         "memory",
@@ -85,11 +112,51 @@ OPERATIONS: dict[str, OperationDoc] = {
             "cannot-pause",
             *WRITE_PROBLEMS,
         ),
+        examples=(
+            Example(
+                "profile-preference",
+                "A preference, in the member's profile",
+                {
+                    "userId": DEMO_MEMBER,
+                    "scope": PROFILE,
+                    "category": "preference",
+                    "body": "Prefers green tea to coffee.",
+                    "origin": "user-stated",
+                },
+                201,
+            ),
+            Example(
+                "session-goal",
+                "A goal, in one session (a session scope needs scope.sessionId)",
+                {
+                    "userId": DEMO_MEMBER,
+                    "scope": {"kind": "session", "userId": DEMO_MEMBER, "sessionId": "s-1"},
+                    "category": "goal",
+                    "body": "Wants to run a half marathon in May.",
+                    "origin": "user-stated",
+                },
+                201,
+            ),
+            Example(
+                "sensitive-without-consent",
+                "A sensitive category before the member consented to it",
+                {
+                    "userId": DEMO_MEMBER,
+                    "scope": PROFILE,
+                    "category": "medical",
+                    "body": "Takes insulin before breakfast.",
+                    "origin": "user-stated",
+                },
+                403,
+                "sensitive-category-without-consent",
+            ),
+        ),
     ),
     "memories_get": OperationDoc(
         "memory",
         "Read a memory",
         "The memory's current revision. A forgotten memory is 404 here.",
+        examples=(ASKS_FOR_MEMBER,),
     ),
     "memories_correct": OperationDoc(
         "memory",
@@ -109,9 +176,20 @@ OPERATIONS: dict[str, OperationDoc] = {
             *ENTRY_PROBLEMS,
             *WRITE_PROBLEMS,
         ),
+        examples=(
+            Example(
+                "new-body",
+                "Correct the text",
+                {"userId": DEMO_MEMBER, "body": "Prefers oolong tea to coffee."},
+                200,
+            ),
+        ),
     ),
     "memories_history": OperationDoc(
-        "memory", "A memory's history", "Every revision of the memory, oldest first."
+        "memory",
+        "A memory's history",
+        "Every revision of the memory, oldest first.",
+        examples=(ASKS_FOR_MEMBER,),
     ),
     "memories_forget": OperationDoc(
         "memory",
@@ -125,6 +203,7 @@ OPERATIONS: dict[str, OperationDoc] = {
             "run-id-invalid",
             *ENTRY_PROBLEMS,
         ),
+        examples=(Example("forget", "Forget it now", {"userId": DEMO_MEMBER}, 200),),
     ),
     "memories_pause": OperationDoc(
         "memory",
@@ -132,6 +211,14 @@ OPERATIONS: dict[str, OperationDoc] = {
         "Stop recalling the memory until `endsAt` (or until it is resumed). Only the "
         "member or the surface that paused it can resume it.",
         ("not-active", *ENTRY_PROBLEMS),
+        examples=(
+            Example(
+                "until",
+                "Pause it until a date",
+                {"userId": DEMO_MEMBER, "endsAt": "2030-01-01T00:00:00Z"},
+                200,
+            ),
+        ),
     ),
     "memories_resume": OperationDoc(
         "memory",
@@ -149,9 +236,28 @@ OPERATIONS: dict[str, OperationDoc] = {
     "memories_change_scope": OperationDoc(
         "memory",
         "Move a memory to another scope",
-        "Promote or demote the memory (for example from a session to the profile). "
-        "Moving a tenant memory makes a read-only copy for the member: 201 with the copy.",
-        ("scope-change-conflict", *ENTRY_PROBLEMS, *WRITE_PROBLEMS),
+        "Promote or demote the memory: session to profile or notebook, profile to "
+        "notebook. Moving a tenant memory to a notebook makes a read-only copy for the "
+        "member: 201 with the copy.",
+        (
+            "scope-change-not-allowed",
+            "same-scope",
+            "tenant-memory-never-consumer-profile",
+            "scope-change-conflict",
+            *ENTRY_PROBLEMS,
+            *WRITE_PROBLEMS,
+        ),
+        examples=(
+            Example(
+                "to-notebook",
+                "Move a profile memory into a notebook",
+                {
+                    "userId": DEMO_MEMBER,
+                    "scope": {"kind": "notebook", "userId": DEMO_MEMBER, "notebookId": "n-1"},
+                },
+                200,
+            ),
+        ),
     ),
     "memories_conflict_answer": OperationDoc(
         "memory",
@@ -159,6 +265,14 @@ OPERATIONS: dict[str, OperationDoc] = {
         "Send the member's answer to the `question` of a 409 `memory-conflict`: `update` "
         "(the new memory replaces the old one) or `keep` (the old one stays).",
         ("conflict-closed", "conflict-expired", "conflict-stale", *WRITE_PROBLEMS),
+        examples=(
+            Example(
+                "update",
+                "The new memory replaces the old",
+                {"userId": DEMO_MEMBER, "answer": "update"},
+                200,
+            ),
+        ),
     ),
     "actors_forget": OperationDoc(
         "memory",
@@ -173,24 +287,52 @@ OPERATIONS: dict[str, OperationDoc] = {
             "side-effect-ledger-off",
             "approval-arguments-invalid",
         ),
+        examples=(
+            Example(
+                "by-name",
+                "Forget every mention of Sam (waits for the member)",
+                {"userId": DEMO_MEMBER, "actorName": "Sam"},
+                202,
+                "held-for-approval",
+            ),
+        ),
     ),
     "off_the_record_status": OperationDoc(
         "off-the-record",
         "Is the member off the record?",
         "Whether writes are paused for this session (`sessionId`) or, without one, for "
         "every session of the surface.",
+        examples=(
+            Example("session", "One session", {"userId": DEMO_MEMBER, "sessionId": "s-1"}, 200),
+        ),
     ),
     "off_the_record_on": OperationDoc(
         "off-the-record",
         "Go off the record",
         "Pause memory writes for a session (or all sessions of the surface): every write "
         "answers 409 `off-the-record` and stores nothing until it is switched off.",
+        examples=(
+            Example(
+                "session",
+                "Pause writes in one session",
+                {"userId": DEMO_MEMBER, "sessionId": "s-1"},
+                200,
+            ),
+        ),
     ),
     "off_the_record_off": OperationDoc(
         "off-the-record",
         "Go back on the record",
         "Resume memory writes. Only the member or the caller that switched it on may.",
         ("control-set-by-member", "control-set-by-another-caller"),
+        examples=(
+            Example(
+                "session",
+                "Resume writes in one session",
+                {"userId": DEMO_MEMBER, "sessionId": "s-1"},
+                200,
+            ),
+        ),
     ),
     "recall": OperationDoc(
         "recall",
@@ -213,6 +355,34 @@ OPERATIONS: dict[str, OperationDoc] = {
             "egress-unknown-tier",
             "egress-unfiltered",
         ),
+        examples=(
+            Example(
+                "by-scope",
+                "The profile, for a general turn",
+                {
+                    "userId": DEMO_MEMBER,
+                    "scope": PROFILE,
+                    "query": "what does she drink in the morning?",
+                    "surface": "assistant",
+                    "context": "general",
+                    "limit": 5,
+                },
+                200,
+            ),
+            Example(
+                "by-scope-key-to-cloud",
+                "By scope key, for a model in the cloud",
+                {
+                    "userId": DEMO_MEMBER,
+                    "scopeKey": f"profile:{DEMO_MEMBER}",
+                    "query": "coffee",
+                    "surface": "assistant",
+                    "context": "general",
+                    "destinationTier": "cloud",
+                },
+                200,
+            ),
+        ),
     ),
     # -- consent -----------------------------------------------------------------------------
     "v1_consents_retrieve": OperationDoc(
@@ -220,6 +390,7 @@ OPERATIONS: dict[str, OperationDoc] = {
         "List a member's consent events",
         "The member's consent ledger, newest first: every grant, revocation, opt-out and "
         "opt-in. Pass `nextBefore` back as `before` for older events.",
+        examples=(ASKS_FOR_MEMBER,),
     ),
     "v1_consents_create": OperationDoc(
         "consent",
@@ -229,14 +400,36 @@ OPERATIONS: dict[str, OperationDoc] = {
         "out of / back into a use. Record it the moment the member agrees, with how it "
         "was captured; the ledger is append-only. Revoking a sensitive category forgets "
         "the memories in it.",
-        ("consent-not-granted", "not-opted-out", "capture-method-not-allowed",
-         "capture-role-not-allowed", "witness-must-be-recorder", "capture-future-dated",
-         "capture-backdated"),
+        (
+            "consent-not-granted",
+            "not-opted-out",
+            "capture-method-not-allowed",
+            "capture-role-not-allowed",
+            "witness-must-be-recorder",
+            "capture-future-dated",
+            "capture-backdated",
+        ),
+        examples=(
+            Example(
+                "grant-sensitive-category",
+                "The member switches on memory about their health",
+                {
+                    "userId": DEMO_MEMBER,
+                    "type": "category:medical",
+                    "status": "granted",
+                    "legalBasis": "explicit_consent",
+                    "captureMethod": "inline-prompt",
+                    "termsVersion": "2025-09",
+                },
+                201,
+            ),
+        ),
     ),
     "v1_consents_active_retrieve": OperationDoc(
         "consent",
         "A member's current consents",
         "The consents in force now, derived from the ledger, and the scope policies they enable.",
+        examples=(ASKS_FOR_MEMBER,),
     ),
     # -- continuity --------------------------------------------------------------------------
     "continuation_tokens_recent": OperationDoc(
@@ -244,6 +437,11 @@ OPERATIONS: dict[str, OperationDoc] = {
         "Recent continuation tokens",
         "Where the member left off on other devices, newest first: a surface picks up a "
         "session from here.",
+        examples=(
+            Example(
+                "assistant", "The assistant's", {"userId": DEMO_MEMBER, "surface": "assistant"}, 200
+            ),
+        ),
     ),
     "continuation_tokens_write": OperationDoc(
         "continuity",
@@ -253,17 +451,35 @@ OPERATIONS: dict[str, OperationDoc] = {
         "after; `conflictNotice` says when another device wrote since. Sensitive "
         "categories travel only with the member's cross-device consent.",
         ("cross-device-sync-off",),
+        examples=(
+            Example(
+                "turn",
+                "The member is at turn 12 of an evening chat on their phone",
+                {
+                    "userId": DEMO_MEMBER,
+                    "scopeKey": f"session:{DEMO_MEMBER}:evening-chat",
+                    "surfaceContext": {"surface": "assistant", "sessionId": "evening-chat"},
+                    "anchorRef": {"surface": "assistant", "kind": "turn", "ref": "turn-12"},
+                    "posture": "speaking",
+                    "deviceId": "phone-1",
+                    "clientTimestamp": "2026-01-05T19:30:00Z",
+                },
+                201,
+            ),
+        ),
     ),
     "continuation_tokens_forget": OperationDoc(
         "continuity",
         "Forget every continuation token",
         "Delete the member's continuation tokens on every device and surface.",
+        examples=(Example("all", "Every device", {"userId": DEMO_MEMBER}, 200),),
     ),
     # -- approvals and runs ------------------------------------------------------------------
     "approvals_list": OperationDoc(
         "approvals",
         "Pending approvals",
         "The calls waiting for the member's approval, oldest first.\n\n" + APPROVALS_RULE,
+        examples=(ASKS_FOR_MEMBER,),
     ),
     "approvals_decide": OperationDoc(
         "approvals",
@@ -280,10 +496,21 @@ OPERATIONS: dict[str, OperationDoc] = {
         "true` (a web page, an email, a document) taints the run, and the run's later "
         "corrections, forgets and restores wait for the member's approval.",
         ("run-id-invalid",),
+        examples=(
+            Example(
+                "read-a-page",
+                "The run read a web page",
+                {"tool": "web_fetch", "readExternalContent": True, "source": "a recipe page"},
+                201,
+            ),
+        ),
     ),
     # -- data rights -------------------------------------------------------------------------
     "data_rights_list": OperationDoc(
-        "data-rights", "A member's data-rights requests", "Newest first."
+        "data-rights",
+        "A member's data-rights requests",
+        "Newest first.",
+        examples=(ASKS_FOR_MEMBER,),
     ),
     "data_rights_file": OperationDoc(
         "data-rights",
@@ -291,6 +518,11 @@ OPERATIONS: dict[str, OperationDoc] = {
         "Ask for an export, access or deletion on the member's behalf. One open request "
         "of a kind at a time.",
         ("open-request-exists",),
+        examples=(
+            Example(
+                "export", "A copy of everything", {"userId": DEMO_MEMBER, "kind": "export"}, 201
+            ),
+        ),
     ),
     "data_rights_get": OperationDoc("data-rights", "A data-rights request", "Its state."),
     "data_rights_transition": OperationDoc(

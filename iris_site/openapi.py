@@ -14,7 +14,7 @@ from typing import Any
 
 from governance.idempotency import HEADER, IDEMPOTENT_HANDLERS
 from governance.problems import PROBLEMS, problems_by_status
-from iris_site.api_operations import OPERATIONS
+from iris_site.api_operations import OPERATIONS, OperationDoc
 
 PROBLEM_CODES_KEY = "x-problem-codes"
 
@@ -174,6 +174,29 @@ def _mark_user_id(operation: dict[str, Any], body: dict[str, Any] | None) -> Non
         body["properties"]["userId"]["description"] = USER_ID_DESCRIPTION
 
 
+def _add_examples(operation: dict[str, Any], doc: OperationDoc) -> None:
+    """Request examples, each with the status (and code) it answers with on a fresh demo."""
+    for example in doc.examples:
+        expected = {"x-expected-status": example.status}
+        if example.code:
+            expected["x-expected-code"] = example.code
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body is not None:
+            body.setdefault("examples", {})[example.name] = {
+                "summary": example.summary,
+                "value": example.value,
+                **expected,
+            }
+            continue
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "query" and parameter["name"] in example.value:
+                parameter.setdefault("examples", {})[example.name] = {
+                    "summary": example.summary,
+                    "value": example.value[parameter["name"]],
+                    **expected,
+                }
+
+
 def document_problems(
     result: dict[str, Any], generator: Any, request: Any, public: bool
 ) -> dict[str, Any]:
@@ -192,6 +215,7 @@ def document_problems(
                 operation["tags"] = [doc.tag]
                 operation["summary"] = doc.summary
                 operation["description"] = doc.description
+                _add_examples(operation, doc)
             component = _request_component(operation)
             body = schemas.get(component) if component else None
             idempotent = (path, method) in idempotent_ops
