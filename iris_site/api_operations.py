@@ -568,13 +568,17 @@ OPERATIONS: dict[str, OperationDoc] = {
     ),
     # -- inspections (operators) -------------------------------------------------------------
     "inspections_list": OperationDoc(
-        "inspections", "Inspections (operators)", "Operators only: inspections of the tenant."
+        "inspections",
+        "Inspections (operators)",
+        "Operators only (anyone else gets 404): inspections of the tenant.",
+        ("not-found",),
     ),
     "inspections_request": OperationDoc(
         "inspections",
         "Request an inspection (operators)",
-        "Operators only: ask for justified, time-boxed access to a member's memory.",
-        ("forbidden", "conflict"),
+        "Operators only (anyone else gets 404): ask for justified, time-boxed access to a "
+        "member's memory.",
+        ("forbidden", "conflict", "not-found"),
     ),
     "inspections_get": OperationDoc(
         "inspections", "An inspection (operators)", "Operators only: its state and grant."

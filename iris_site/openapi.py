@@ -129,6 +129,8 @@ def _common_codes(
     names = {p["name"] for p in parameters} | set((body or {}).get("properties", {}))
     if "{" in path or "userId" in names:
         codes.append("not-found")
+    if "runId" in names:  # a governed call that names its run meets the run's limits
+        codes += ["run-id-invalid", "run-write-limit", "run-loop-detected"]
     if idempotent:
         codes += ["idempotency-key-reused", "idempotency-in-progress"]
     codes.append("rate-limited")
