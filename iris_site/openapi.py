@@ -179,7 +179,7 @@ def _mark_user_id(operation: dict[str, Any], body: dict[str, Any] | None) -> Non
 def _add_examples(operation: dict[str, Any], doc: OperationDoc) -> None:
     """Request examples, each with the status (and code) it answers with on a fresh demo."""
     for example in doc.examples:
-        expected = {"x-expected-status": example.status}
+        expected: dict[str, Any] = {"x-expected-status": example.status}
         if example.code:
             expected["x-expected-code"] = example.code
         body = operation.get("requestBody", {}).get("content", {}).get("application/json")

@@ -51,7 +51,7 @@ def token_contract(token: ContinuationToken, member: User) -> dict[str, Any]:
 
 
 # The schema of the wire shapes; `rules.parse_token` checks them (its field sets).
-_SURFACE_CONTEXT = {
+_SURFACE_CONTEXT: dict[str, serializers.Field] = {
     "surface": serializers.ChoiceField(list(SURFACES)),
     "sessionId": serializers.CharField(required=False, allow_null=True),
     "itemId": serializers.CharField(required=False, allow_null=True),
@@ -59,7 +59,7 @@ _SURFACE_CONTEXT = {
         required=False, allow_null=True, help_text="A short lowercase code."
     ),
 }
-_ANCHOR_REF = {
+_ANCHOR_REF: dict[str, serializers.Field] = {
     "surface": serializers.ChoiceField(
         list(SURFACES), help_text="The same surface as surfaceContext.surface."
     ),
