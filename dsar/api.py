@@ -12,7 +12,7 @@ from typing import Any
 
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -329,7 +329,17 @@ class DataRightsSigningKeyApi(APIView):
     class SigningKeysOutput(SigningKeyOutput):
         """The key new bundles are signed with, and under `keys` every key still in use."""
 
-        keys = serializers.ListField(child=serializers.DictField())
+        keys = serializers.ListField(
+            child=inline_serializer(
+                "SigningKey",
+                {
+                    "algorithm": serializers.CharField(),
+                    "keyId": serializers.CharField(),
+                    "publicKey": serializers.CharField(),
+                    "publicKeyPem": serializers.CharField(),
+                },
+            )
+        )
 
     @extend_schema(responses=SigningKeysOutput)
     def get(self, request: Request) -> Response:

@@ -57,16 +57,19 @@ class HealthView(APIView):
     permission_classes = [AllowAny]
     throttle_classes: list = []
 
-    @extend_schema(
-        responses=inline_serializer(
-            "Health",
-            {
-                "status": serializers.CharField(),
-                "checks": serializers.DictField(),
-                "recall": RecallRankingNote(required=False),
-            },
-        )
+    HEALTH = inline_serializer(
+        "Health",
+        {
+            "status": serializers.ChoiceField(["ok", "degraded"]),
+            "checks": serializers.DictField(
+                child=serializers.ChoiceField(["ok", "unreachable"]),
+                help_text="Each service (`database`, `redis`) and whether it answered.",
+            ),
+            "recall": RecallRankingNote(required=False),
+        },
     )
+
+    @extend_schema(responses={200: HEALTH, 503: HEALTH})
     def get(self, request: Request) -> Response:
         checks = service_status()
         ok = all(v == "ok" for v in checks.values())

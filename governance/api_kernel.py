@@ -13,7 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -36,13 +41,27 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {
+            "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+        },
+    }
+)
+class ApprovalArgumentsField(serializers.DictField):
+    pass
+
+
 class ApprovalOutput(serializers.Serializer):
     id = serializers.UUIDField()
     operation = serializers.CharField()
     reasonCode = serializers.CharField(source="reason_code")
     card = serializers.CharField(source="card_text")
     status = serializers.CharField()
-    arguments = serializers.DictField()
+    arguments = ApprovalArgumentsField(
+        help_text="What the held call acts on: ids and enum values, never memory text."
+    )
     runId = serializers.UUIDField(source="run_id", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
     expiresAt = serializers.DateTimeField(source="expires_at")
@@ -84,7 +103,16 @@ class ApprovalDecideApi(APIView):
 
     class ApprovalDecideOutput(serializers.Serializer):
         approval = ApprovalOutput()
-        resume = serializers.DictField(allow_null=True)
+        resume = inline_serializer(
+            "ApprovalResume",
+            {
+                "code": serializers.CharField(
+                    help_text="How the approved call went: `completed`, `not-resumable`, "
+                    "`requester-revoked`, or the problem code it met."
+                )
+            },
+            allow_null=True,
+        )
 
     @extend_schema(
         operation_id="approvals_decide",

@@ -24,7 +24,7 @@ from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from governance.errors import problem_body, problem_response
+from governance.errors import PROBLEM_CONTENT_TYPE, PROBLEM_TYPE, problem_body, problem_response
 from governance.models import IdempotencyRecord
 from governance.principal import principal_of
 
@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
+# Handlers that take the header: the OpenAPI schema documents it (and its problems) on them.
+IDEMPOTENT_HANDLERS: set[Callable[..., Response]] = set()
 
 
 def _fingerprint(request: Request) -> str:
@@ -89,6 +91,7 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
             raise
         return response
 
+    IDEMPOTENT_HANDLERS.add(wrapper)
     return wrapper
 
 
@@ -123,7 +126,10 @@ def _reserve(principal: str, key: str, fingerprint: str) -> int | Response:
             ),
             headers={"Retry-After": "1"},
         )
-    content_type = "application/problem+json" if record.status_code >= 400 else None
+    # A problem replays as one, the 202 of a call held for approval included.
+    body = record.response_body
+    is_problem = isinstance(body, dict) and str(body.get("type", "")).startswith(PROBLEM_TYPE)
+    content_type = PROBLEM_CONTENT_TYPE if record.status_code >= 400 or is_problem else None
     return Response(
         record.response_body,
         status=record.status_code,

@@ -56,6 +56,7 @@ def user_create(
     role: str = MEMBER,
     email: str = "",
     password: str | None = None,
+    public_id: uuid.UUID | None = None,
 ) -> CreatedUser:
     if role not in ROLE_CHOICES:
         raise ValidationFailed(
@@ -67,6 +68,8 @@ def user_create(
             raise Conflict("That username is taken.", field="username", rule="unique")
         kind = User.Kind.MEMBER if role == MEMBER else User.Kind.OPERATOR
         user = User(username=username, email=email, tenant=tenant, kind=kind)
+        if public_id is not None:  # a fixed id, for the demo that the API docs address
+            user.public_id = public_id
         user.set_password(password)
         user.save()
         if role != MEMBER:

@@ -27,7 +27,7 @@ from inspection import selectors, services
 from inspection.enums import PATHS, InspectionState, Sensitivity
 from inspection.models import Inspection
 from inspection.selectors import SnapshotView
-from memory.serializers import ScopeField
+from memory.serializers import SCOPE_SCHEMA, MultiActorOut, ScopeField
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
@@ -82,7 +82,7 @@ class InspectionOutput(serializers.Serializer):
     entryCount = serializers.IntegerField(source="entry_count")
     trail = InspectionTrailStepOutput(many=True, source="ordered_trail")
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(SCOPE_SCHEMA)
     def get_scope(self, row: Inspection) -> dict[str, Any]:
         return {"kind": row.scope_kind, **row.scope_identifiers}
 
@@ -220,11 +220,11 @@ class InspectionSnapshotItemOutput(serializers.Serializer):
     category = serializers.CharField()
     forgotten = serializers.BooleanField()
     forgottenSince = serializers.CharField(required=False, allow_null=True)
-    scope = serializers.DictField(required=False)
+    scope = ScopeField(required=False)
     body = serializers.CharField(required=False)
     origin = serializers.CharField(required=False)
     revision = serializers.IntegerField(required=False)
-    multiActor = serializers.DictField(required=False, allow_null=True)
+    multiActor = MultiActorOut(required=False, allow_null=True)
     createdAt = serializers.CharField(required=False)
     updatedAt = serializers.CharField(required=False)
 

@@ -4,6 +4,7 @@ are the values themselves in Iris's serializers)."""
 
 from __future__ import annotations
 
+from consent.enums import SURFACES
 from dsar.enums import RequestKind
 from memory.enums import ProvenanceKind
 
@@ -14,3 +15,7 @@ def provenance_kinds() -> list[str]:
 
 def data_rights_kinds() -> list[str]:
     return [k.value for k in RequestKind]
+
+
+def product_surfaces() -> list[str]:
+    return list(SURFACES)

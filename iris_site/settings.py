@@ -195,7 +195,13 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ProvenanceKindEnum": "iris_site.schema_enums.provenance_kinds",
         "DataRightsKindEnum": "iris_site.schema_enums.data_rights_kinds",
+        "ProductSurfaceEnum": "iris_site.schema_enums.product_surfaces",
     },
+    # Every operation's problems, from governance.problems (docs/decisions/api.md).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "iris_site.openapi.document_problems",
+    ],
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("IRIS_MAX_BODY_BYTES", 256 * 1024)
 

@@ -65,6 +65,12 @@ def _entry(entry: MemoryEntry, member: User) -> dict[str, Any]:
 
 
 def _outcome(outcome: services.WriteOutcome, member: User, *, created: int) -> Response:
+    if outcome.reason == "off-the-record":
+        # A status a client cannot mistake for a stored memory (issue 25).
+        raise Conflict(
+            "The member has paused memory for this session; nothing was written.",
+            code="off-the-record",
+        )
     if outcome.status == "conflict":
         assert outcome.conflict is not None
         raise Conflict(

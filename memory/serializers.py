@@ -25,7 +25,14 @@ from governance.fields import (
     StrictInput,
 )
 from governance.text import TextRuleError, check_identifier_text, safe_field_name
-from memory.enums import Lifecycle, Origin, ProvenanceKind, ScopeKind, SuppressionReason
+from memory.enums import (
+    SCOPE_IDENTIFIERS,
+    Lifecycle,
+    Origin,
+    ProvenanceKind,
+    ScopeKind,
+    SuppressionReason,
+)
 from memory.models import (
     BODY_MAX_LENGTH,
     SESSION_ID_MAX_LENGTH,
@@ -59,15 +66,31 @@ class Rfc3339Field(InstantField):
         return None if value is None else rfc3339(value)
 
 
-@extend_schema_field(
-    {
+def _scope_variant(kind: ScopeKind) -> dict[str, Any]:
+    names = SCOPE_IDENTIFIERS[kind]
+    return {
         "type": "object",
-        "properties": {"kind": {"type": "string", "enum": [k.value for k in ScopeKind]}},
-        "required": ["kind"],
-        "additionalProperties": {"type": "string"},
-        "description": "The scope kind and exactly the identifiers it needs.",
+        "title": f"{kind.value} scope",
+        "properties": {
+            "kind": {"type": "string", "enum": [kind.value]},
+            **{name: {"type": "string", "maxLength": 128} for name in names},
+        },
+        "required": ["kind", *names],
+        "additionalProperties": False,
     }
-)
+
+
+# One variant per kind, each with exactly the identifiers that kind needs (`userId` is
+# always the member; `tenantId` the member's tenant).
+SCOPE_SCHEMA: dict[str, Any] = {
+    "oneOf": [_scope_variant(kind) for kind in ScopeKind],
+    "description": "The scope's kind and exactly the identifiers it needs: "
+    + "; ".join(f"`{k.value}`: {', '.join(SCOPE_IDENTIFIERS[k])}" for k in ScopeKind)
+    + ". `userId` is the member; `tenantId` the member's tenant.",
+}
+
+
+@extend_schema_field(SCOPE_SCHEMA)
 class ScopeField(serializers.Field):
     """`{kind, ...identifiers}`; errors name `scope.<identifier>` and the rule."""
 

@@ -50,14 +50,59 @@ def token_contract(token: ContinuationToken, member: User) -> dict[str, Any]:
     }
 
 
+# The schema of the wire shapes; `rules.parse_token` checks them (its field sets).
+_SURFACE_CONTEXT: dict[str, serializers.Field] = {
+    "surface": serializers.ChoiceField(list(SURFACES)),
+    "sessionId": serializers.CharField(required=False, allow_null=True),
+    "itemId": serializers.CharField(required=False, allow_null=True),
+    "mode": serializers.CharField(
+        required=False, allow_null=True, help_text="A short lowercase code."
+    ),
+}
+_ANCHOR_REF: dict[str, serializers.Field] = {
+    "surface": serializers.ChoiceField(
+        list(SURFACES), help_text="The same surface as surfaceContext.surface."
+    ),
+    "kind": serializers.ChoiceField([k.value for k in rules.AnchorKind]),
+    "ref": serializers.CharField(help_text="The id of the thing the session was at."),
+    "offsetMs": serializers.IntegerField(required=False, allow_null=True, min_value=0),
+    "position": serializers.IntegerField(required=False, allow_null=True, min_value=0),
+}
+_TOKEN_WRITE = inline_serializer(
+    "ContinuationTokenWrite",
+    {
+        "userId": serializers.UUIDField(),
+        "scopeKey": serializers.CharField(
+            help_text="The scope's kind and identifiers, colon-joined "
+            "(`session:<userId>:<sessionId>`)."
+        ),
+        "surfaceContext": inline_serializer("SurfaceContext", _SURFACE_CONTEXT),
+        "anchorRef": inline_serializer("AnchorRef", _ANCHOR_REF),
+        "posture": serializers.ChoiceField([p.value for p in rules.Posture]),
+        "deviceId": serializers.CharField(help_text="The device writing the checkpoint."),
+        "clientTimestamp": serializers.DateTimeField(help_text="RFC 3339 with an offset."),
+        "sensitiveCategories": serializers.ListField(
+            child=serializers.CharField(),
+            required=False,
+            help_text="Sensitive categories the session touched; they travel to another "
+            "device only with crossDeviceConsentId.",
+        ),
+        "crossDeviceConsentId": serializers.UUIDField(
+            required=False,
+            allow_null=True,
+            help_text="The member's current cross-device grant (its consent event id).",
+        ),
+    },
+)
+
 _TOKEN = inline_serializer(
     "ContinuationToken",
     {
         "id": serializers.UUIDField(),
         "userId": serializers.UUIDField(),
         "scopeKey": serializers.CharField(),
-        "surfaceContext": serializers.DictField(),
-        "anchorRef": serializers.DictField(),
+        "surfaceContext": inline_serializer("SurfaceContextOut", _SURFACE_CONTEXT),
+        "anchorRef": inline_serializer("AnchorRefOut", _ANCHOR_REF),
         "posture": serializers.ChoiceField([p.value for p in rules.Posture]),
         "sensitiveCategories": serializers.ListField(child=serializers.CharField()),
         "crossDeviceConsentId": serializers.UUIDField(allow_null=True),
@@ -123,9 +168,8 @@ class ContinuationTokensView(APIView):
     @extend_schema(
         tags=[TAG],
         operation_id="continuation_tokens_write",
-        request=OpenApiTypes.OBJECT,
+        request=_TOKEN_WRITE,
         responses={201: _WRITE_OUT, 200: _WRITE_OUT},
-        description="Write a checkpoint. Strict contract: see docs/decisions/continuity.md.",
     )
     @idempotent
     def post(self, request: Request) -> Response:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,15 +19,29 @@ from memory.api import _valid
 from memory.enums import SCOPE_IDENTIFIERS, RecallSurface, ScopeKind
 from memory.recall import pipeline as recall
 from memory.recall import service as recall_service
-from memory.serializers import MemoryEntryOut, ProvenanceLinkOut
+from memory.serializers import SCOPE_SCHEMA, MemoryEntryOut, ProvenanceLinkOut
 
 TAG = "memory"
 
 
+@extend_schema_field(SCOPE_SCHEMA)
+class RecallScopeField(serializers.DictField):
+    """The scope as an object; `RecallIn.validate_scope` checks its identifiers."""
+
+
 class RecallIn(StrictInput, SharedFieldsInput, serializers.Serializer):
     userId = serializers.UUIDField(required=False)
-    scope = serializers.DictField(child=IdentifierField(max_length=200), required=False)
-    scopeKey = serializers.CharField(required=False, max_length=700)
+    scope = RecallScopeField(
+        child=IdentifierField(max_length=200),
+        required=False,
+        help_text="The scope to recall from; send this or scopeKey, not both.",
+    )
+    scopeKey = serializers.CharField(
+        required=False,
+        max_length=700,
+        help_text="The scope as its key, kind and identifiers colon-joined "
+        "(`profile:<userId>`); send this or scope, not both.",
+    )
     query = serializers.CharField(allow_blank=True, max_length=4000, trim_whitespace=False)
     surface = EnumField([s.value for s in RecallSurface])
     # DRF moves declared fields off the class; the stubs see Field.context (a mapping).

@@ -79,7 +79,7 @@ def test_another_surface_cannot_switch_off_the_members_off_the_record(browser, t
     written = tara.post(
         "/api/v1/memories", payload(ready, body="I am pregnant", category="fact"), format="json"
     )
-    assert written.status_code == 200 and written.json()["reason"] == "off-the-record"
+    assert written.status_code == 409 and written.json()["code"] == "off-the-record"
     assert not MemoryEntry.objects.filter(body="I am pregnant").exists()
 
 

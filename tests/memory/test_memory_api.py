@@ -492,14 +492,11 @@ def test_off_the_record_write_says_nothing_was_written(surface_api, ready) -> No
     )
     before = counts()
     response = post(surface_api, payload(ready))
-    assert response.status_code == 200
-    assert response.json() == {
-        "written": False,
-        "reason": "off-the-record",
-        "entry": None,
-        "notes": [],
-        "promotion": None,
-    }
+    assert response.status_code == 409
+    assert response["Content-Type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["code"] == "off-the-record" and "nothing was written" in problem["detail"]
+    assert "errors" not in problem and "entry" not in problem
     assert counts() == before
     status = surface_api.get("/api/v1/off-the-record", {"userId": user, "sessionId": "any"})
     assert status.json()["active"] is True

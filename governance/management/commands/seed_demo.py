@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +18,8 @@ from governance.services import (
 
 DEMO_TENANT = "demo"
 DEMO_PASSWORD = "iris-demo-pass"  # noqa: S105 - a public demo login, printed on purpose
+# Fixed, so the examples in the API schema and docs/api.md work as written after `make run`.
+DEMO_MEMBER_ID = uuid.UUID("7f3b2c1a-9d4e-4f6a-8b5c-2e1d0a9f8c7b")
 
 
 class Command(BaseCommand):
@@ -34,7 +37,12 @@ class Command(BaseCommand):
         for role, username in logins:
             if not User.objects.filter(username=username).exists():
                 user_create(
-                    actor=actor, tenant=tenant, username=username, role=role, password=DEMO_PASSWORD
+                    actor=actor,
+                    tenant=tenant,
+                    username=username,
+                    role=role,
+                    password=DEMO_PASSWORD,
+                    public_id=DEMO_MEMBER_ID if role == "member" else None,
                 )
         self._seed_extras(tenant, actor)
         # One live demo token: the one printed last. Earlier ones stop working.
