@@ -234,6 +234,10 @@ _TABLE: tuple[ProblemCode, ...] = (
     ProblemCode("unknown-hook", 400, "Not a governance hook."),
     ProblemCode("service-unavailable", 503, "Iris cannot serve this now; retry later."),
     ProblemCode("unprocessable", 422, "The request cannot be processed as it stands."),
+    # -- events and webhooks -----------------------------------------------------------------
+    ProblemCode("events-surface-only", 403, "Events are read with a surface client's token."),
+    ProblemCode("webhooks-admin-only", 403, "Only an administrator declares webhooks."),
+    ProblemCode("webhook-not-found", 404, "No such webhook for this tenant."),
 )
 
 PROBLEMS: dict[str, ProblemCode] = {p.code: p for p in _TABLE}

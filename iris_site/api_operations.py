@@ -601,12 +601,24 @@ OPERATIONS: dict[str, OperationDoc] = {
         "Operators only: what the inspector saw, as it was.",
         ("forbidden", "conflict"),
     ),
+    # -- events ------------------------------------------------------------------------------
+    "events_list": OperationDoc(
+        "events",
+        "Catch up on events after a cursor",
+        "The tenant's events with a cursor above `after`, oldest first: the same bodies "
+        "the webhooks post (ids, codes and timestamps; never a memory's text). Keep the "
+        "last `cursor` you handled and ask again with `after` set to it; `hasMore` says "
+        "whether to ask at once. For a surface client's token only; webhooks are declared "
+        "by an administrator (`manage.py create_webhook`, docs/decisions/events.md).",
+        ("events-surface-only",),
+    ),
     # -- health ------------------------------------------------------------------------------
     "v1_health_retrieve": OperationDoc(
         "health",
         "Health",
-        "For a load balancer: 200 when the database (and Redis, when configured) answer, "
-        "503 with the same body when one does not. `recall` says which ranker recall "
-        "uses. No token needed.",
+        "For a load balancer: 200 `ok` when the database (and Redis, when configured) "
+        "answer; 200 `degraded` when only Redis does not (reads and writes still work, "
+        "jobs run in the request); 503 with the same body when the database does not. "
+        "`recall` says which ranker recall uses. No token needed.",
     ),
 }

@@ -19,3 +19,15 @@ def data_rights_kinds() -> list[str]:
 
 def product_surfaces() -> list[str]:
     return list(SURFACES)
+
+
+def consent_record_types() -> list[str]:
+    from consent.api import RECORDABLE_TYPES
+
+    return list(RECORDABLE_TYPES)
+
+
+def consent_record_statuses() -> list[str]:
+    from consent.api import STATUSES
+
+    return list(STATUSES)

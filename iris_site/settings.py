@@ -196,6 +196,8 @@ SPECTACULAR_SETTINGS = {
         "ProvenanceKindEnum": "iris_site.schema_enums.provenance_kinds",
         "DataRightsKindEnum": "iris_site.schema_enums.data_rights_kinds",
         "ProductSurfaceEnum": "iris_site.schema_enums.product_surfaces",
+        "ConsentTypeEnum": "iris_site.schema_enums.consent_record_types",
+        "ConsentStatusEnum": "iris_site.schema_enums.consent_record_statuses",
     },
     # Every operation's problems, from governance.problems (docs/decisions/api.md).
     "POSTPROCESSING_HOOKS": [

@@ -61,7 +61,9 @@ def _operation(schema: Any, operation_id: str) -> Any:
 
 
 @pytest.mark.parametrize(("operation_id", "example"), EXAMPLES)
-def test_every_schema_example_answers_as_documented(transactional_db, operation_id, example) -> None:
+def test_every_schema_example_answers_as_documented(
+    transactional_db, operation_id, example
+) -> None:
     token = seed_demo_token()
     headers = {"Authorization": f"Bearer {token}"}
     client = Client(headers=headers)

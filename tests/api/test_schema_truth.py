@@ -18,7 +18,7 @@ from governance.problems import PROBLEMS
 from iris_site.api_operations import OPERATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("governance", "consent", "memory", "dsar", "inspection", "iris_site")
+APPS = ("governance", "consent", "memory", "dsar", "inspection", "events", "iris_site")
 # Words of the implementation, not of the API.
 IMPLEMENTATION_WORDS = ("DRF", "serializer", "deep-copy", "handler", "the view ", "routes each")
 STATUS_OF_CLASS = {

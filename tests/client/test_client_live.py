@@ -21,14 +21,14 @@ from iris_client import (
     NotFound,
     RateLimited,
     RecallIn,
-    TypeEnum,
+    ConsentTypeEnum,
     ValidationProblem,
 )
 
 from governance.auth import PrincipalRateThrottle
 
 
-def consent(iris: IrisClient, user_id: str, *types: TypeEnum) -> None:
+def consent(iris: IrisClient, user_id: str, *types: ConsentTypeEnum) -> None:
     for kind in types:
         iris.v1_consents_create(
             ConsentRecordInput(

@@ -16,11 +16,14 @@ __all__ = [
     "ActorsForgetIn",
     "ActorsForgottenOut",
     "AdapterScopeEnum",
+    "AnchorRef",
+    "AnchorRefKindEnum",
     "AnswerEnum",
     "ApprovalDecideInput",
     "ApprovalDecideOutput",
     "ApprovalListOutput",
     "ApprovalOutput",
+    "ApprovalResume",
     "CaptureMethodEnum",
     "CategoryEnum",
     "CodeInput",
@@ -34,10 +37,13 @@ __all__ = [
     "ConsentEventOutput",
     "ConsentListOutput",
     "ConsentRecordInput",
+    "ConsentStatusEnum",
+    "ConsentTypeEnum",
     "ContextEnum",
     "ContinuationConflictNotice",
     "ContinuationToken",
     "ContinuationTokenList",
+    "ContinuationTokenWrite",
     "ContinuationTokensForgotten",
     "ContinuationWrite",
     "DataRightsKindEnum",
@@ -46,10 +52,15 @@ __all__ = [
     "DataRightsRequestOutput",
     "DecisionEnum",
     "DestinationTierEnum",
+    "Event",
+    "EventData",
+    "EventPage",
+    "EventTypeEnum",
     "ExtendInput",
     "ForgottenOut",
     "GovernedIn",
     "Health",
+    "HealthStatusEnum",
     "HeldForApproval",
     "InspectionListOutput",
     "InspectionOutput",
@@ -72,7 +83,6 @@ __all__ = [
     "MultiActorPatchIn",
     "NotWrittenOut",
     "OffTheRecordIn",
-    "OffTheRecordInSurfaceEnum",
     "OffTheRecordOut",
     "Operations",
     "OriginEnum",
@@ -80,6 +90,9 @@ __all__ = [
     "PatchedMemoryCorrectIn",
     "PathEnum",
     "PostureEnum",
+    "Problem",
+    "ProblemFieldError",
+    "ProductSurfaceEnum",
     "PromotionOut",
     "ProvenanceKindEnum",
     "ProvenanceLinkIn",
@@ -96,17 +109,17 @@ __all__ = [
     "RunStepOutput",
     "ScopePolicyOutput",
     "SensitivityEnum",
+    "SigningKey",
     "SigningKeysOutput",
     "SourceEnum",
-    "StatusEnum",
     "SuppressionIn",
     "SuppressionOut",
+    "SurfaceContext",
     "TermsVersionEnum",
     "TrailStepOutput",
     "TransitionInput",
     "TransitionInputMethodEnum",
     "TransitionInputToEnum",
-    "TypeEnum",
     "UndoInput",
     "UserIdIn",
 ]
@@ -123,6 +136,9 @@ AdapterScopeEnum: TypeAlias = Literal[
     "operator_copilot",
     "tenant",
     "admin_review",
+]
+AnchorRefKindEnum: TypeAlias = Literal[
+    "segment", "track", "paragraph", "page", "lesson-step", "exercise", "scene", "turn", "entry"
 ]
 AnswerEnum: TypeAlias = Literal["update", "keep"]
 CaptureMethodEnum: TypeAlias = Literal[
@@ -160,95 +176,8 @@ CategoryEnum: TypeAlias = Literal[
     "other",
 ]
 CodeInputMethodEnum: TypeAlias = Literal["email-link", "phone-otp"]
-ContextEnum: TypeAlias = Literal[
-    "crisis",
-    "financial",
-    "general",
-    "health",
-    "identity",
-    "legal",
-    "relationship",
-    "safety",
-    "spiritual",
-]
-DataRightsKindEnum: TypeAlias = Literal["delete", "export", "access"]
-DecisionEnum: TypeAlias = Literal["approve", "deny"]
-DestinationTierEnum: TypeAlias = Literal["local", "cloud"]
-InspectionTransitionInputToEnum: TypeAlias = Literal[
-    "requested",
-    "dsar-fulfillment",
-    "incident-escalation",
-    "routine-review",
-    "granted",
-    "denied",
-    "closed",
-]
-LegalBasisEnum: TypeAlias = Literal[
-    "consent",
-    "contract",
-    "legal_obligation",
-    "vital_interests",
-    "public_task",
-    "legitimate_interests",
-    "explicit_consent",
-]
-LifecycleEnum: TypeAlias = Literal["draft", "active", "paused", "superseded", "tombstoned"]
-OffTheRecordInSurfaceEnum: TypeAlias = Literal[
-    "assistant", "tara", "arete", "veritas", "nyx", "nisaba", "metis", "studio"
-]
-OriginEnum: TypeAlias = Literal[
-    "user-stated",
-    "user-confirmed",
-    "model-inferred",
-    "operator-copilot",
-    "summarized-from-session",
-    "imported",
-]
-OutcomeEnum: TypeAlias = Literal["written", "superseded"]
-PathEnum: TypeAlias = Literal["dsar-fulfillment", "incident-escalation", "routine-review"]
-PostureEnum: TypeAlias = Literal[
-    "listening",
-    "reading",
-    "speaking",
-    "studying",
-    "journaling",
-    "practicing",
-    "conversing",
-    "paused",
-]
-ProvenanceKindEnum: TypeAlias = Literal[
-    "session-turn",
-    "session-summary",
-    "profile-promotion",
-    "manual-import",
-    "inference-batch",
-    "notebook-attachment",
-    "scene-event",
-    "pose-sample",
-]
-RankerEnum: TypeAlias = Literal["hybrid", "lexical", "jaccard"]
-ReasonEnum: TypeAlias = Literal[
-    "crisis-frame", "user-pause", "sensitive-category", "tenant-quarantine"
-]
-RecallInSurfaceEnum: TypeAlias = Literal["assistant", "shell", "notebook", "admin"]
-SensitivityEnum: TypeAlias = Literal["standard", "sensitive"]
-SourceEnum: TypeAlias = Literal["inline-prompt", "settings-toggle", "dsar-import"]
-StatusEnum: TypeAlias = Literal["granted", "revoked", "opted-out", "opted-in"]
-TermsVersionEnum: TypeAlias = Literal["2025-01", "2025-09"]
-TransitionInputMethodEnum: TypeAlias = Literal[
-    "session-token", "email-link", "phone-otp", "operator-signoff", "court-order"
-]
-TransitionInputToEnum: TypeAlias = Literal[
-    "submitted",
-    "verified",
-    "in-progress",
-    "completed",
-    "failed",
-    "cancelled",
-    "expired",
-    "appealed",
-]
-TypeEnum: TypeAlias = Literal[
+ConsentStatusEnum: TypeAlias = Literal["granted", "revoked", "opted-out", "opted-in"]
+ConsentTypeEnum: TypeAlias = Literal[
     "data_processing",
     "data_storage",
     "sensitive_data",
@@ -281,6 +210,103 @@ TypeEnum: TypeAlias = Literal[
     "operator_copilot",
     "tenant_sharing",
 ]
+ContextEnum: TypeAlias = Literal[
+    "crisis",
+    "financial",
+    "general",
+    "health",
+    "identity",
+    "legal",
+    "relationship",
+    "safety",
+    "spiritual",
+]
+DataRightsKindEnum: TypeAlias = Literal["delete", "export", "access"]
+DecisionEnum: TypeAlias = Literal["approve", "deny"]
+DestinationTierEnum: TypeAlias = Literal["local", "cloud"]
+EventTypeEnum: TypeAlias = Literal[
+    "memory.written",
+    "memory.forgotten",
+    "recall.completed",
+    "consent.changed",
+    "data_rights.submitted",
+    "data_rights.transitioned",
+    "inspection.transitioned",
+]
+HealthStatusEnum: TypeAlias = Literal["ok", "degraded"]
+InspectionTransitionInputToEnum: TypeAlias = Literal[
+    "requested",
+    "dsar-fulfillment",
+    "incident-escalation",
+    "routine-review",
+    "granted",
+    "denied",
+    "closed",
+]
+LegalBasisEnum: TypeAlias = Literal[
+    "consent",
+    "contract",
+    "legal_obligation",
+    "vital_interests",
+    "public_task",
+    "legitimate_interests",
+    "explicit_consent",
+]
+LifecycleEnum: TypeAlias = Literal["draft", "active", "paused", "superseded", "tombstoned"]
+OriginEnum: TypeAlias = Literal[
+    "user-stated",
+    "user-confirmed",
+    "model-inferred",
+    "operator-copilot",
+    "summarized-from-session",
+    "imported",
+]
+OutcomeEnum: TypeAlias = Literal["written", "superseded"]
+PathEnum: TypeAlias = Literal["dsar-fulfillment", "incident-escalation", "routine-review"]
+PostureEnum: TypeAlias = Literal[
+    "listening",
+    "reading",
+    "speaking",
+    "studying",
+    "journaling",
+    "practicing",
+    "conversing",
+    "paused",
+]
+ProductSurfaceEnum: TypeAlias = Literal[
+    "assistant", "tara", "arete", "veritas", "nyx", "nisaba", "metis", "studio"
+]
+ProvenanceKindEnum: TypeAlias = Literal[
+    "session-turn",
+    "session-summary",
+    "profile-promotion",
+    "manual-import",
+    "inference-batch",
+    "notebook-attachment",
+    "scene-event",
+    "pose-sample",
+]
+RankerEnum: TypeAlias = Literal["hybrid", "lexical", "jaccard"]
+ReasonEnum: TypeAlias = Literal[
+    "crisis-frame", "user-pause", "sensitive-category", "tenant-quarantine"
+]
+RecallInSurfaceEnum: TypeAlias = Literal["assistant", "shell", "notebook", "admin"]
+SensitivityEnum: TypeAlias = Literal["standard", "sensitive"]
+SourceEnum: TypeAlias = Literal["inline-prompt", "settings-toggle", "dsar-import"]
+TermsVersionEnum: TypeAlias = Literal["2025-01", "2025-09"]
+TransitionInputMethodEnum: TypeAlias = Literal[
+    "session-token", "email-link", "phone-otp", "operator-signoff", "court-order"
+]
+TransitionInputToEnum: TypeAlias = Literal[
+    "submitted",
+    "verified",
+    "in-progress",
+    "completed",
+    "failed",
+    "cancelled",
+    "expired",
+    "appealed",
+]
 
 
 @dataclass(kw_only=True)
@@ -304,7 +330,7 @@ class ActiveOptOutOutput(Model):
 class ActorsForgetIn(Model):
     """What a mutating call may tell the governance kernel about itself."""
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     run_id: str | None = field(default=None, metadata={"wire": "runId"})
     approval_id: str | None = field(default=None, metadata={"wire": "approvalId"})
     can_pause: bool | None = field(default=None, metadata={"wire": "canPause"})
@@ -317,6 +343,15 @@ class ActorsForgottenOut(Model):
     actor_handle: str | None = field(metadata={"wire": "actorHandle"})
     forgotten_entry_ids: list[str] = field(metadata={"wire": "forgottenEntryIds"})
     handle_removed: bool = field(metadata={"wire": "handleRemoved"})
+
+
+@dataclass(kw_only=True)
+class AnchorRef(Model):
+    surface: ProductSurfaceEnum
+    kind: AnchorRefKindEnum
+    ref: str
+    offset_ms: int | None = field(default=None, metadata={"wire": "offsetMs"})
+    position: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -334,7 +369,7 @@ class ApprovalDecideInput(Model):
 @dataclass(kw_only=True)
 class ApprovalDecideOutput(Model):
     approval: ApprovalOutput
-    resume: dict[str, Any] | None
+    resume: ApprovalResume | None
 
 
 @dataclass(kw_only=True)
@@ -358,6 +393,11 @@ class ApprovalOutput(Model):
 
 
 @dataclass(kw_only=True)
+class ApprovalResume(Model):
+    code: str
+
+
+@dataclass(kw_only=True)
 class CodeInput(Model):
     """Mix into every input serializer of a JSON body. A body names only this request's
     fields (an unknown one is refused, not ignored: a misspelt `crisisFrame` must not
@@ -366,7 +406,7 @@ class CodeInput(Model):
     parameters of their own.
     """
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     method: CodeInputMethodEnum
 
 
@@ -380,7 +420,7 @@ class CodeOutput(Model):
 class ConflictAnswerIn(Model):
     """What a mutating call may tell the governance kernel about itself."""
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     run_id: str | None = field(default=None, metadata={"wire": "runId"})
     approval_id: str | None = field(default=None, metadata={"wire": "approvalId"})
     can_pause: bool | None = field(default=None, metadata={"wire": "canPause"})
@@ -459,9 +499,9 @@ class ConsentRecordInput(Model):
     parameters of their own.
     """
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
-    type: TypeEnum
-    status: StatusEnum
+    user_id: str = field(metadata={"wire": "userId"})
+    type: ConsentTypeEnum
+    status: ConsentStatusEnum
     legal_basis: LegalBasisEnum = field(metadata={"wire": "legalBasis"})
     capture_method: CaptureMethodEnum = field(metadata={"wire": "captureMethod"})
     terms_version: TermsVersionEnum | None = field(default=None, metadata={"wire": "termsVersion"})
@@ -482,8 +522,6 @@ class ContinuationToken(Model):
     id: str
     user_id: str = field(metadata={"wire": "userId"})
     scope_key: str = field(metadata={"wire": "scopeKey"})
-    surface_context: dict[str, Any] = field(metadata={"wire": "surfaceContext"})
-    anchor_ref: dict[str, Any] = field(metadata={"wire": "anchorRef"})
     posture: PostureEnum
     sensitive_categories: list[str] = field(metadata={"wire": "sensitiveCategories"})
     cross_device_consent_id: str | None = field(metadata={"wire": "crossDeviceConsentId"})
@@ -497,6 +535,23 @@ class ContinuationToken(Model):
 @dataclass(kw_only=True)
 class ContinuationTokenList(Model):
     results: list[ContinuationToken]
+
+
+@dataclass(kw_only=True)
+class ContinuationTokenWrite(Model):
+    user_id: str = field(metadata={"wire": "userId"})
+    scope_key: str = field(metadata={"wire": "scopeKey"})
+    surface_context: SurfaceContext = field(metadata={"wire": "surfaceContext"})
+    anchor_ref: AnchorRef = field(metadata={"wire": "anchorRef"})
+    posture: PostureEnum
+    device_id: str = field(metadata={"wire": "deviceId"})
+    client_timestamp: datetime = field(metadata={"wire": "clientTimestamp"})
+    sensitive_categories: list[str] | None = field(
+        default=None, metadata={"wire": "sensitiveCategories"}
+    )
+    cross_device_consent_id: str | None = field(
+        default=None, metadata={"wire": "crossDeviceConsentId"}
+    )
 
 
 @dataclass(kw_only=True)
@@ -525,7 +580,7 @@ class DataRightsOpenInput(Model):
     parameters of their own.
     """
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     kind: DataRightsKindEnum
     payload: Any = None
 
@@ -555,6 +610,49 @@ class DataRightsRequestOutput(Model):
 
 
 @dataclass(kw_only=True)
+class Event(Model):
+    data: EventData
+    id: str
+    type: EventTypeEnum
+    cursor: int
+    tenant_id: str = field(metadata={"wire": "tenantId"})
+    user_id: str | None = field(metadata={"wire": "userId"})
+    occurred_at: datetime = field(metadata={"wire": "occurredAt"})
+
+
+@dataclass(kw_only=True)
+class EventData(Model):
+    change: str
+    entry_id: str | None = field(default=None, metadata={"wire": "entryId"})
+    revision_id: str | None = field(default=None, metadata={"wire": "revisionId"})
+    revision: int | None = None
+    supersedes: str | None = None
+    lifecycle: str | None = None
+    revision_count: int | None = field(default=None, metadata={"wire": "revisionCount"})
+    returned_ids: list[str] | None = field(default=None, metadata={"wire": "returnedIds"})
+    surface: str | None = None
+    scope_kind: str | None = field(default=None, metadata={"wire": "scopeKind"})
+    evaluated_count: int | None = field(default=None, metadata={"wire": "evaluatedCount"})
+    kind: str | None = None
+    consent_type: str | None = field(default=None, metadata={"wire": "consentType"})
+    status: str | None = None
+    position: int | None = None
+    cascade: bool | None = None
+    erased_count: int | None = field(default=None, metadata={"wire": "erasedCount"})
+    request_id: str | None = field(default=None, metadata={"wire": "requestId"})
+    inspection_id: str | None = field(default=None, metadata={"wire": "inspectionId"})
+    from_: str | None = field(default=None, metadata={"wire": "from"})
+    to: str | None = None
+
+
+@dataclass(kw_only=True)
+class EventPage(Model):
+    results: list[Event]
+    next_cursor: int = field(metadata={"wire": "nextCursor"})
+    has_more: bool = field(metadata={"wire": "hasMore"})
+
+
+@dataclass(kw_only=True)
 class ExtendInput(Model):
     """Mix into every input serializer of a JSON body. A body names only this request's
     fields (an unknown one is refused, not ignored: a misspelt `crisisFrame` must not
@@ -577,7 +675,7 @@ class ForgottenOut(Model):
 class GovernedIn(Model):
     """What a mutating call may tell the governance kernel about itself."""
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     run_id: str | None = field(default=None, metadata={"wire": "runId"})
     approval_id: str | None = field(default=None, metadata={"wire": "approvalId"})
     can_pause: bool | None = field(default=None, metadata={"wire": "canPause"})
@@ -585,8 +683,8 @@ class GovernedIn(Model):
 
 @dataclass(kw_only=True)
 class Health(Model):
-    status: str
-    checks: dict[str, Any]
+    status: HealthStatusEnum
+    checks: dict[str, str]
     recall: RecallRankingNote | None = None
 
 
@@ -634,7 +732,7 @@ class InspectionRequestInput(Model):
     user_id: str = field(metadata={"wire": "userId"})
     path: PathEnum
     justification: str
-    scope: dict[str, str] | None = None
+    scope: dict[str, Any] | None = None
     sensitivity: SensitivityEnum | None = None
     reason_code: str | None = field(default=None, metadata={"wire": "reasonCode"})
     incident_reference: str | None = field(default=None, metadata={"wire": "incidentReference"})
@@ -652,7 +750,7 @@ class InspectionSnapshotItemOutput(Model):
     body: str | None = None
     origin: str | None = None
     revision: int | None = None
-    multi_actor: dict[str, Any] | None = field(default=None, metadata={"wire": "multiActor"})
+    multi_actor: MultiActorOut | None = field(default=None, metadata={"wire": "multiActor"})
     created_at: str | None = field(default=None, metadata={"wire": "createdAt"})
     updated_at: str | None = field(default=None, metadata={"wire": "updatedAt"})
 
@@ -703,7 +801,7 @@ class MemoryEntryOut(Model):
     revision_id: str = field(metadata={"wire": "revisionId"})
     tenant_id: str = field(metadata={"wire": "tenantId"})
     user_id: str = field(metadata={"wire": "userId"})
-    scope: dict[str, str]
+    scope: dict[str, Any]
     scope_key: str = field(metadata={"wire": "scopeKey"})
     category: CategoryEnum
     body: str
@@ -737,7 +835,7 @@ class MemoryPageOut(Model):
 class MemoryPauseIn(Model):
     """What a mutating call may tell the governance kernel about itself."""
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     run_id: str | None = field(default=None, metadata={"wire": "runId"})
     approval_id: str | None = field(default=None, metadata={"wire": "approvalId"})
     can_pause: bool | None = field(default=None, metadata={"wire": "canPause"})
@@ -749,22 +847,22 @@ class MemoryPauseIn(Model):
 class MemoryScopeIn(Model):
     """What a mutating call may tell the governance kernel about itself."""
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     run_id: str | None = field(default=None, metadata={"wire": "runId"})
     approval_id: str | None = field(default=None, metadata={"wire": "approvalId"})
     can_pause: bool | None = field(default=None, metadata={"wire": "canPause"})
-    scope: dict[str, str]
+    scope: dict[str, Any]
 
 
 @dataclass(kw_only=True)
 class MemoryWriteIn(Model):
     """What a mutating call may tell the governance kernel about itself."""
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     run_id: str | None = field(default=None, metadata={"wire": "runId"})
     approval_id: str | None = field(default=None, metadata={"wire": "approvalId"})
     can_pause: bool | None = field(default=None, metadata={"wire": "canPause"})
-    scope: dict[str, str]
+    scope: dict[str, Any]
     adapter_scope: AdapterScopeEnum | None = field(default=None, metadata={"wire": "adapterScope"})
     category: CategoryEnum
     body: str
@@ -832,12 +930,12 @@ class NotWrittenOut(Model):
 class OffTheRecordIn(Model):
     """What a mutating call may tell the governance kernel about itself."""
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     run_id: str | None = field(default=None, metadata={"wire": "runId"})
     approval_id: str | None = field(default=None, metadata={"wire": "approvalId"})
     can_pause: bool | None = field(default=None, metadata={"wire": "canPause"})
     session_id: str | None = field(default=None, metadata={"wire": "sessionId"})
-    surface: OffTheRecordInSurfaceEnum | None = None
+    surface: ProductSurfaceEnum | None = None
 
 
 @dataclass(kw_only=True)
@@ -852,7 +950,7 @@ class OffTheRecordOut(Model):
 class PatchedMemoryCorrectIn(Model):
     """What a mutating call may tell the governance kernel about itself."""
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     run_id: str | None = field(default=None, metadata={"wire": "runId"})
     approval_id: str | None = field(default=None, metadata={"wire": "approvalId"})
     can_pause: bool | None = field(default=None, metadata={"wire": "canPause"})
@@ -860,6 +958,32 @@ class PatchedMemoryCorrectIn(Model):
     subject: str | None = None
     category: CategoryEnum | None = None
     multi_actor: MultiActorPatchIn | None = field(default=None, metadata={"wire": "multiActor"})
+
+
+@dataclass(kw_only=True)
+class Problem(Model):
+    """An RFC 9457 problem. `code` is stable; `detail` is for people."""
+
+    type: str
+    title: str
+    status: int
+    code: str
+    detail: str
+    errors: list[ProblemFieldError] | None = None
+    question: str | None = None
+    conflict_id: str | None = field(default=None, metadata={"wire": "conflictId"})
+    entry_id: str | None = field(default=None, metadata={"wire": "entryId"})
+    approval_id: str | None = field(default=None, metadata={"wire": "approvalId"})
+    card: str | None = None
+    notes: list[str] | None = None
+
+
+@dataclass(kw_only=True)
+class ProblemFieldError(Model):
+    field: str | None
+    rule: str
+    message: str
+    allowed: list[str] | None = None
 
 
 @dataclass(kw_only=True)
@@ -909,8 +1033,8 @@ class RecallIn(Model):
     parameters of their own.
     """
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
-    scope: dict[str, str] | None = None
+    user_id: str = field(metadata={"wire": "userId"})
+    scope: dict[str, Any] | None = None
     scope_key: str | None = field(default=None, metadata={"wire": "scopeKey"})
     query: str
     surface: RecallInSurfaceEnum
@@ -988,6 +1112,14 @@ class ScopePolicyOutput(Model):
 
 
 @dataclass(kw_only=True)
+class SigningKey(Model):
+    algorithm: str
+    key_id: str = field(metadata={"wire": "keyId"})
+    public_key: str = field(metadata={"wire": "publicKey"})
+    public_key_pem: str = field(metadata={"wire": "publicKeyPem"})
+
+
+@dataclass(kw_only=True)
 class SigningKeysOutput(Model):
     """The key new bundles are signed with, and under `keys` every key still in use."""
 
@@ -995,7 +1127,7 @@ class SigningKeysOutput(Model):
     key_id: str = field(metadata={"wire": "keyId"})
     public_key: str = field(metadata={"wire": "publicKey"})
     public_key_pem: str = field(metadata={"wire": "publicKeyPem"})
-    keys: list[dict[str, Any]]
+    keys: list[SigningKey]
 
 
 @dataclass(kw_only=True)
@@ -1022,6 +1154,14 @@ class SuppressionOut(Model):
 
 
 @dataclass(kw_only=True)
+class SurfaceContext(Model):
+    surface: ProductSurfaceEnum
+    session_id: str | None = field(default=None, metadata={"wire": "sessionId"})
+    item_id: str | None = field(default=None, metadata={"wire": "itemId"})
+    mode: str | None = None
+
+
+@dataclass(kw_only=True)
 class TrailStepOutput(Model):
     from_state: str = field(metadata={"wire": "fromState"})
     to_state: str = field(metadata={"wire": "toState"})
@@ -1039,7 +1179,7 @@ class TransitionInput(Model):
     parameters of their own.
     """
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
     to: TransitionInputToEnum
     method: TransitionInputMethodEnum | None = None
     code: str | None = None
@@ -1056,7 +1196,7 @@ class UndoInput(Model):
     parameters of their own.
     """
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
 
 
 @dataclass(kw_only=True)
@@ -1068,7 +1208,7 @@ class UserIdIn(Model):
     parameters of their own.
     """
 
-    user_id: str | None = field(default=None, metadata={"wire": "userId"})
+    user_id: str = field(metadata={"wire": "userId"})
 
 
 class Operations(Transport):
@@ -1079,10 +1219,25 @@ class Operations(Transport):
         body: ActorsForgetIn | None = None,
         *,
         idempotency_key: str | None = None,
-    ) -> ActorsForgottenOut | HeldForApproval:
-        """POST /api/v1/actors/forget."""
+    ) -> ActorsForgottenOut | Any:
+        """POST /api/v1/actors/forget. Forget every mention of a person Forget every memory
+        that mentions a person (by `actorName` or `actorHandle`, exactly one).
+        Destructive: it always waits for the member's approval first (202 `held-for-
+        approval`), then runs by itself. **Approvals.** Two kinds of call wait for the
+        member's approval instead of running: destructive ones (forget every mention of
+        a person, clear all memory or a whole category, delete for good), from every
+        caller but Iris's own jobs; and a correction, forget or restore from a surface
+        whose run (`runId`) reported a step that read outside text (`POST
+        /api/v1/runs/{runId}/steps`). Such a call answers **202** `held-for-approval`
+        with `approvalId` and the `card` the member sees on their Approvals page;
+        nothing has happened yet. A destructive call, or a held forget or restore, runs
+        by itself once approved; a held correction is sent again with `approvalId`. A
+        caller that cannot wait sends `canPause: false` and gets 403 (`cannot-pause`,
+        `taint-cannot-pause`) instead. Forgetting one memory outside such a run is not
+        destructive: it applies at once, and the text is erased for good 14 days later.
+        """
         return cast(
-            "ActorsForgottenOut | HeldForApproval",
+            "ActorsForgottenOut | Any",
             self._call(
                 "POST",
                 "/api/v1/actors/forget",
@@ -1099,8 +1254,9 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> ApprovalDecideOutput:
-        """POST /api/v1/approvals/{approval_id}/decide. The owner approves or denies; an
-        approved call resumes and is governed again.
+        """POST /api/v1/approvals/{approval_id}/decide. Approve or deny a held call The
+        member's own answer (their browser session; a surface may not answer for them).
+        An approved call runs again, governed again; `resume.code` says how it went.
         """
         return cast(
             "ApprovalDecideOutput",
@@ -1117,9 +1273,22 @@ class Operations(Transport):
     def approvals_list(
         self,
         *,
-        user_id: str | None = None,
+        user_id: str,
     ) -> ApprovalListOutput:
-        """GET /api/v1/approvals. Pending approvals of one member, oldest first."""
+        """GET /api/v1/approvals. Pending approvals The calls waiting for the member's
+        approval, oldest first. **Approvals.** Two kinds of call wait for the member's
+        approval instead of running: destructive ones (forget every mention of a person,
+        clear all memory or a whole category, delete for good), from every caller but
+        Iris's own jobs; and a correction, forget or restore from a surface whose run
+        (`runId`) reported a step that read outside text (`POST
+        /api/v1/runs/{runId}/steps`). Such a call answers **202** `held-for-approval`
+        with `approvalId` and the `card` the member sees on their Approvals page;
+        nothing has happened yet. A destructive call, or a held forget or restore, runs
+        by itself once approved; a held correction is sent again with `approvalId`. A
+        caller that cannot wait sends `canPause: false` and gets 403 (`cannot-pause`,
+        `taint-cannot-pause`) instead. Forgetting one memory outside such a run is not
+        destructive: it applies at once, and the text is erased for good 14 days later.
+        """
         return cast(
             "ApprovalListOutput",
             self._call(
@@ -1133,11 +1302,11 @@ class Operations(Transport):
     def continuation_tokens_forget(
         self,
         *,
-        user_id: str | None = None,
+        user_id: str,
         idempotency_key: str | None = None,
     ) -> ContinuationTokensForgotten:
-        """DELETE /api/v1/continuation-tokens. Forget every continuation token of the
-        member (all devices, all surfaces).
+        """DELETE /api/v1/continuation-tokens. Forget every continuation token Delete the
+        member's continuation tokens on every device and surface.
         """
         return cast(
             "ContinuationTokensForgotten",
@@ -1153,16 +1322,15 @@ class Operations(Transport):
     def continuation_tokens_recent(
         self,
         *,
+        user_id: str,
         limit: int | None = None,
         surface: Literal[
             "arete", "assistant", "metis", "nisaba", "nyx", "studio", "tara", "veritas"
         ]
         | None = None,
-        user_id: str | None = None,
     ) -> ContinuationTokenList:
-        """GET /api/v1/continuation-tokens. `GET continuation-tokens` lists recent tokens;
-        `POST` writes one (two operations on one path: this view only routes each method
-        to its handler).
+        """GET /api/v1/continuation-tokens. Recent continuation tokens Where the member
+        left off on other devices, newest first: a surface picks up a session from here.
         """
         return cast(
             "ContinuationTokenList",
@@ -1176,12 +1344,15 @@ class Operations(Transport):
 
     def continuation_tokens_write(
         self,
-        body: dict[str, Any] | None = None,
+        body: ContinuationTokenWrite,
         *,
         idempotency_key: str | None = None,
     ) -> ContinuationWrite:
-        """POST /api/v1/continuation-tokens. Write a checkpoint. Strict contract: see
-        docs/decisions/continuity.md.
+        """POST /api/v1/continuation-tokens. Save where the member is Write a checkpoint (a
+        reference to where the session is, never its content) so another device can
+        continue. 201 the first time for a device and scope, 200 after; `conflictNotice`
+        says when another device wrote since. Sensitive categories travel only with the
+        member's cross-device consent.
         """
         return cast(
             "ContinuationWrite",
@@ -1201,8 +1372,8 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> DataRightsRequestOutput:
-        """POST /api/v1/data-rights/{request_id}/extend. Extend a request's deadline once,
-        with the reason sent to the member (legal).
+        """POST /api/v1/data-rights/{request_id}/extend. Extend a request's deadline The
+        legal role extends the deadline once, with the reason the member is sent.
         """
         return cast(
             "DataRightsRequestOutput",
@@ -1222,7 +1393,9 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> DataRightsRequestOutput:
-        """POST /api/v1/data-rights. `/data-rights`: GET lists and POST files."""
+        """POST /api/v1/data-rights. File a data-rights request Ask for an export, access
+        or deletion on the member's behalf. One open request of a kind at a time.
+        """
         return cast(
             "DataRightsRequestOutput",
             self._call(
@@ -1238,9 +1411,9 @@ class Operations(Transport):
         self,
         request_id: str,
         *,
-        user_id: str | None = None,
+        user_id: str,
     ) -> DataRightsRequestOutput:
-        """GET /api/v1/data-rights/{request_id}."""
+        """GET /api/v1/data-rights/{request_id}. A data-rights request Its state."""
         return cast(
             "DataRightsRequestOutput",
             self._call(
@@ -1255,9 +1428,9 @@ class Operations(Transport):
     def data_rights_list(
         self,
         *,
-        user_id: str | None = None,
+        user_id: str,
     ) -> DataRightsListOutput:
-        """GET /api/v1/data-rights. `/data-rights`: GET lists and POST files."""
+        """GET /api/v1/data-rights. A member's data-rights requests Newest first."""
         return cast(
             "DataRightsListOutput",
             self._call(
@@ -1275,8 +1448,8 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> CodeOutput:
-        """POST /api/v1/data-rights/{request_id}/verification-code. Send the member a one-
-        time code to verify a request a surface filed.
+        """POST /api/v1/data-rights/{request_id}/verification-code. Send a verification
+        code Send the member a one-time code to confirm a request a surface filed.
         """
         return cast(
             "CodeOutput",
@@ -1297,9 +1470,8 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> DataRightsRequestOutput:
-        """POST /api/v1/data-rights/{request_id}/transition. Move a request along its
-        lifecycle. `to: verified` takes a `method` and, for a code method, the `code`
-        the member received, or for a court order its `reference`.
+        """POST /api/v1/data-rights/{request_id}/transition. Move a data-rights request on
+        Verify, cancel, or (the legal role) work the request.
         """
         return cast(
             "DataRightsRequestOutput",
@@ -1320,10 +1492,8 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> DataRightsRequestOutput:
-        """POST /api/v1/data-rights/{request_id}/undo. Undo a soft deletion inside its
-        grace window: the memories come back and the request completes as undone. 409
-        `undo-window-closed` once the window has passed, `deletion-not-started` before
-        the work started (cancel instead), `not-a-soft-delete` for a hard one.
+        """POST /api/v1/data-rights/{request_id}/undo. Undo a deletion Bring back what a
+        soft deletion removed, inside its grace window.
         """
         return cast(
             "DataRightsRequestOutput",
@@ -1337,11 +1507,36 @@ class Operations(Transport):
             ),
         )
 
+    def events_list(
+        self,
+        *,
+        after: int | None = None,
+        limit: int | None = None,
+    ) -> EventPage:
+        """GET /api/v1/events. Catch up on events after a cursor The tenant's events with a
+        cursor above `after`, oldest first: the same bodies the webhooks post (ids,
+        codes and timestamps; never a memory's text). Keep the last `cursor` you handled
+        and ask again with `after` set to it; `hasMore` says whether to ask at once. For
+        a surface client's token only; webhooks are declared by an administrator
+        (`manage.py create_webhook`, docs/decisions/events.md).
+        """
+        return cast(
+            "EventPage",
+            self._call(
+                "GET",
+                "/api/v1/events",
+                query={"after": after, "limit": limit},
+                responses={200: EventPage},
+            ),
+        )
+
     def inspections_get(
         self,
         inspection_id: str,
     ) -> InspectionOutput:
-        """GET /api/v1/inspections/{inspection_id}."""
+        """GET /api/v1/inspections/{inspection_id}. An inspection (operators) Operators
+        only: its state and grant.
+        """
         return cast(
             "InspectionOutput",
             self._call(
@@ -1367,7 +1562,9 @@ class Operations(Transport):
         ]
         | None = None,
     ) -> InspectionListOutput:
-        """GET /api/v1/inspections. `/inspections`: GET lists and POST requests."""
+        """GET /api/v1/inspections. Inspections (operators) Operators only (anyone else
+        gets 404): inspections of the tenant.
+        """
         return cast(
             "InspectionListOutput",
             self._call(
@@ -1382,8 +1579,8 @@ class Operations(Transport):
         self,
         inspection_id: str,
     ) -> InspectionSnapshotOutput:
-        """GET /api/v1/inspections/{inspection_id}/replay. The granted snapshot as it was
-        seen, for an auditor of the tenant.
+        """GET /api/v1/inspections/{inspection_id}/replay. Replay an inspection (operators)
+        Operators only: what the inspector saw, as it was.
         """
         return cast(
             "InspectionSnapshotOutput",
@@ -1401,7 +1598,10 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> InspectionOutput:
-        """POST /api/v1/inspections. `/inspections`: GET lists and POST requests."""
+        """POST /api/v1/inspections. Request an inspection (operators) Operators only
+        (anyone else gets 404): ask for justified, time-boxed access to a member's
+        memory.
+        """
         return cast(
             "InspectionOutput",
             self._call(
@@ -1417,8 +1617,8 @@ class Operations(Transport):
         self,
         inspection_id: str,
     ) -> InspectionSnapshotOutput:
-        """GET /api/v1/inspections/{inspection_id}/snapshot. The granted snapshot, for the
-        operator who asked, while the grant lasts.
+        """GET /api/v1/inspections/{inspection_id}/snapshot. An inspection's snapshot
+        (operators) Operators only, while the grant lasts: what the inspector may see.
         """
         return cast(
             "InspectionSnapshotOutput",
@@ -1437,10 +1637,8 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> InspectionOutput:
-        """POST /api/v1/inspections/{inspection_id}/transition. Move an inspection:
-        `granted` or `denied` (a reviewer other than the requester; the requester may
-        withdraw with `denied`), `closed` (with `carveOut` only by trust and safety on
-        an incident escalation).
+        """POST /api/v1/inspections/{inspection_id}/transition. Move an inspection on
+        (operators) Operators only: approve, deny, start, close; four eyes.
         """
         return cast(
             "InspectionOutput",
@@ -1461,7 +1659,11 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> MemoryEntryOut:
-        """POST /api/v1/memories/{entry_id}/scope."""
+        """POST /api/v1/memories/{entry_id}/scope. Move a memory to another scope Promote
+        or demote the memory: session to profile or notebook, profile to notebook.
+        Moving a tenant memory to a notebook makes a read-only copy for the member: 201
+        with the copy.
+        """
         return cast(
             "MemoryEntryOut",
             self._call(
@@ -1481,9 +1683,9 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> MemoryEntryOut:
-        """POST /api/v1/memories/{entry_id}/confirm. Not in the route table of DESIGN: the
-        member confirms an inferred memory (spec "explicit-promotion"); a draft becomes
-        active and `user-confirmed`.
+        """POST /api/v1/memories/{entry_id}/confirm. Confirm an inferred memory The member
+        confirms a memory the assistant inferred: it becomes active and `user-
+        confirmed`.
         """
         return cast(
             "MemoryEntryOut",
@@ -1504,7 +1706,10 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> ConflictAnswered:
-        """POST /api/v1/memories/conflicts/{conflict_id}/answer."""
+        """POST /api/v1/memories/conflicts/{conflict_id}/answer. Answer a memory conflict
+        Send the member's answer to the `question` of a 409 `memory-conflict`: `update`
+        (the new memory replaces the old one) or `keep` (the old one stays).
+        """
         return cast(
             "ConflictAnswered",
             self._call(
@@ -1523,19 +1728,35 @@ class Operations(Transport):
         body: PatchedMemoryCorrectIn | None = None,
         *,
         idempotency_key: str | None = None,
-    ) -> MemoryEntryOut:
-        """PATCH /api/v1/memories/{entry_id}. `GET memories/{id}` reads the current
-        revision; `PATCH` corrects it.
+    ) -> MemoryEntryOut | Any:
+        """PATCH /api/v1/memories/{entry_id}. Correct a memory Change a memory's body,
+        subject, category or relationship note (send at least one): a new revision that
+        supersedes the current one. 409 `memory-conflict` when the correction
+        contradicts another memory the member stated. Optional governance fields:
+        `runId` (the surface's run, for taint and run limits), `approvalId` (repeat a
+        call the member approved), `canPause` (false: refuse rather than wait for an
+        approval). **Approvals.** Two kinds of call wait for the member's approval
+        instead of running: destructive ones (forget every mention of a person, clear
+        all memory or a whole category, delete for good), from every caller but Iris's
+        own jobs; and a correction, forget or restore from a surface whose run (`runId`)
+        reported a step that read outside text (`POST /api/v1/runs/{runId}/steps`). Such
+        a call answers **202** `held-for-approval` with `approvalId` and the `card` the
+        member sees on their Approvals page; nothing has happened yet. A destructive
+        call, or a held forget or restore, runs by itself once approved; a held
+        correction is sent again with `approvalId`. A caller that cannot wait sends
+        `canPause: false` and gets 403 (`cannot-pause`, `taint-cannot-pause`) instead.
+        Forgetting one memory outside such a run is not destructive: it applies at once,
+        and the text is erased for good 14 days later.
         """
         return cast(
-            "MemoryEntryOut",
+            "MemoryEntryOut | Any",
             self._call(
                 "PATCH",
                 "/api/v1/memories/{entry_id}",
                 path_params={"entry_id": entry_id},
                 body=body,
                 idempotency_key=idempotency_key,
-                responses={200: MemoryEntryOut},
+                responses={200: MemoryEntryOut, 202: None},
             ),
         )
 
@@ -1545,17 +1766,31 @@ class Operations(Transport):
         body: UserIdIn | None = None,
         *,
         idempotency_key: str | None = None,
-    ) -> ForgottenOut:
-        """POST /api/v1/memories/{entry_id}/forget."""
+    ) -> ForgottenOut | Any:
+        """POST /api/v1/memories/{entry_id}/forget. Forget a memory Forget the memory: it
+        stops being recalled at once and its text is erased for good after 14 days. The
+        answer carries no text. **Approvals.** Two kinds of call wait for the member's
+        approval instead of running: destructive ones (forget every mention of a person,
+        clear all memory or a whole category, delete for good), from every caller but
+        Iris's own jobs; and a correction, forget or restore from a surface whose run
+        (`runId`) reported a step that read outside text (`POST
+        /api/v1/runs/{runId}/steps`). Such a call answers **202** `held-for-approval`
+        with `approvalId` and the `card` the member sees on their Approvals page;
+        nothing has happened yet. A destructive call, or a held forget or restore, runs
+        by itself once approved; a held correction is sent again with `approvalId`. A
+        caller that cannot wait sends `canPause: false` and gets 403 (`cannot-pause`,
+        `taint-cannot-pause`) instead. Forgetting one memory outside such a run is not
+        destructive: it applies at once, and the text is erased for good 14 days later.
+        """
         return cast(
-            "ForgottenOut",
+            "ForgottenOut | Any",
             self._call(
                 "POST",
                 "/api/v1/memories/{entry_id}/forget",
                 path_params={"entry_id": entry_id},
                 body=body,
                 idempotency_key=idempotency_key,
-                responses={200: ForgottenOut},
+                responses={200: ForgottenOut, 202: None},
             ),
         )
 
@@ -1563,10 +1798,10 @@ class Operations(Transport):
         self,
         entry_id: str,
         *,
-        user_id: str | None = None,
+        user_id: str,
     ) -> MemoryEntryOut:
-        """GET /api/v1/memories/{entry_id}. `GET memories/{id}` reads the current revision;
-        `PATCH` corrects it.
+        """GET /api/v1/memories/{entry_id}. Read a memory The memory's current revision. A
+        forgotten memory is 404 here.
         """
         return cast(
             "MemoryEntryOut",
@@ -1583,9 +1818,11 @@ class Operations(Transport):
         self,
         entry_id: str,
         *,
-        user_id: str | None = None,
+        user_id: str,
     ) -> MemoryHistory:
-        """GET /api/v1/memories/{entry_id}/history."""
+        """GET /api/v1/memories/{entry_id}/history. A memory's history Every revision of
+        the memory, oldest first.
+        """
         return cast(
             "MemoryHistory",
             self._call(
@@ -1600,6 +1837,7 @@ class Operations(Transport):
     def memories_list(
         self,
         *,
+        user_id: str,
         category: Literal[
             "fact",
             "preference",
@@ -1636,11 +1874,11 @@ class Operations(Transport):
         lifecycle: Literal["draft", "active", "paused", "superseded", "tombstoned"] | None = None,
         limit: int | None = None,
         scope: str | None = None,
-        user_id: str | None = None,
     ) -> MemoryPageOut:
-        """GET /api/v1/memories. `GET memories` lists; `POST memories` writes. Two
-        operations share one path, so the view only routes each method to its own
-        handler below.
+        """GET /api/v1/memories. List a member's memories The member's memories, newest
+        first, a page at a time: pass `next` back as `cursor` for the next page. Filter
+        by `scope` (a scope key), `category` and `lifecycle`; forgotten memories appear
+        only with `lifecycle=tombstoned`.
         """
         return cast(
             "MemoryPageOut",
@@ -1666,7 +1904,10 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> MemoryEntryOut:
-        """POST /api/v1/memories/{entry_id}/pause."""
+        """POST /api/v1/memories/{entry_id}/pause. Pause a memory Stop recalling the memory
+        until `endsAt` (or until it is resumed). Only the member or the surface that
+        paused it can resume it.
+        """
         return cast(
             "MemoryEntryOut",
             self._call(
@@ -1686,7 +1927,9 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> MemoryEntryOut:
-        """POST /api/v1/memories/{entry_id}/resume."""
+        """POST /api/v1/memories/{entry_id}/resume. Resume a paused memory Recall the
+        memory again.
+        """
         return cast(
             "MemoryEntryOut",
             self._call(
@@ -1704,13 +1947,34 @@ class Operations(Transport):
         body: MemoryWriteIn,
         *,
         idempotency_key: str | None = None,
-    ) -> NotWrittenOut | MemoryEntryOut | HeldForApproval:
-        """POST /api/v1/memories. `GET memories` lists; `POST memories` writes. Two
-        operations share one path, so the view only routes each method to its own
-        handler below.
+    ) -> NotWrittenOut | MemoryEntryOut | Any:
+        """POST /api/v1/memories. Write a memory Remember something about the member.
+        `scope` names its kind and exactly the identifiers that kind needs
+        (`scope.userId` is always the member; `session`, `scene`, `pose` and `crisis`
+        also need `scope.sessionId`). A sensitive category needs the member's consent to
+        it first (`POST /api/v1/consents`). Answers: **201** with the stored memory;
+        **200** `written: false` with a `reason` when nothing new was stored (`already-
+        known`, `unchanged`, `scope-ephemeral`, `forgotten-not-recreated`); **409**
+        `memory-conflict` when it contradicts what the member said (ask them the
+        `question`, then answer the conflict); **409** `off-the-record` when the member
+        paused memory; **202** when held for approval. Optional governance fields:
+        `runId` (the surface's run, for taint and run limits), `approvalId` (repeat a
+        call the member approved), `canPause` (false: refuse rather than wait for an
+        approval). **Approvals.** Two kinds of call wait for the member's approval
+        instead of running: destructive ones (forget every mention of a person, clear
+        all memory or a whole category, delete for good), from every caller but Iris's
+        own jobs; and a correction, forget or restore from a surface whose run (`runId`)
+        reported a step that read outside text (`POST /api/v1/runs/{runId}/steps`). Such
+        a call answers **202** `held-for-approval` with `approvalId` and the `card` the
+        member sees on their Approvals page; nothing has happened yet. A destructive
+        call, or a held forget or restore, runs by itself once approved; a held
+        correction is sent again with `approvalId`. A caller that cannot wait sends
+        `canPause: false` and gets 403 (`cannot-pause`, `taint-cannot-pause`) instead.
+        Forgetting one memory outside such a run is not destructive: it applies at once,
+        and the text is erased for good 14 days later.
         """
         return cast(
-            "NotWrittenOut | MemoryEntryOut | HeldForApproval",
+            "NotWrittenOut | MemoryEntryOut | Any",
             self._call(
                 "POST",
                 "/api/v1/memories",
@@ -1723,6 +1987,7 @@ class Operations(Transport):
     def off_the_record_off(
         self,
         *,
+        user_id: str,
         approval_id: str | None = None,
         can_pause: bool | None = None,
         run_id: str | None = None,
@@ -1731,11 +1996,10 @@ class Operations(Transport):
             "assistant", "tara", "arete", "veritas", "nyx", "nisaba", "metis", "studio"
         ]
         | None = None,
-        user_id: str | None = None,
         idempotency_key: str | None = None,
     ) -> OffTheRecordOut:
-        """DELETE /api/v1/off-the-record. `GET` says whether a session is off the record;
-        `POST` switches it on, `DELETE` off.
+        """DELETE /api/v1/off-the-record. Go back on the record Resume memory writes. Only
+        the member or the caller that switched it on may.
         """
         return cast(
             "OffTheRecordOut",
@@ -1761,8 +2025,9 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> OffTheRecordOut:
-        """POST /api/v1/off-the-record. `GET` says whether a session is off the record;
-        `POST` switches it on, `DELETE` off.
+        """POST /api/v1/off-the-record. Go off the record Pause memory writes for a session
+        (or all sessions of the surface): every write answers 409 `off-the-record` and
+        stores nothing until it is switched off.
         """
         return cast(
             "OffTheRecordOut",
@@ -1778,6 +2043,7 @@ class Operations(Transport):
     def off_the_record_status(
         self,
         *,
+        user_id: str,
         approval_id: str | None = None,
         can_pause: bool | None = None,
         run_id: str | None = None,
@@ -1786,10 +2052,10 @@ class Operations(Transport):
             "assistant", "tara", "arete", "veritas", "nyx", "nisaba", "metis", "studio"
         ]
         | None = None,
-        user_id: str | None = None,
     ) -> OffTheRecordOut:
-        """GET /api/v1/off-the-record. `GET` says whether a session is off the record;
-        `POST` switches it on, `DELETE` off.
+        """GET /api/v1/off-the-record. Is the member off the record? Whether writes are
+        paused for this session (`sessionId`) or, without one, for every session of the
+        surface.
         """
         return cast(
             "OffTheRecordOut",
@@ -1814,7 +2080,17 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> RecallOut:
-        """POST /api/v1/recall."""
+        """POST /api/v1/recall. Recall memories for a turn What the assistant may use this
+        turn, ranked by relevance to `query`. Name the scope with `scope` (an object) or
+        `scopeKey` (its colon-joined key), exactly one. `context` is what the turn is
+        about (a `health` turn may surface health memories); `crisisFrame: true` recalls
+        for a crisis turn (only what is safe to surface then); `consentedCategories` may
+        narrow the member's consents, never widen them; `destinationTier` (`local` or
+        `cloud`) may narrow the surface client's tier: a cloud answer never carries
+        personal memories. `auditEnvelope` says what happened without content:
+        `evaluatedCount` candidates, the `returnedIds`, and `suppressionCounts` of the
+        ones dropped, by reason (not consented, paused, wrong context, tier ...).
+        """
         return cast(
             "RecallOut",
             self._call(
@@ -1833,8 +2109,10 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> RunStepOutput:
-        """POST /api/v1/runs/{run_id}/steps. A surface reports one tool step of its run; a
-        step that read external content taints the run.
+        """POST /api/v1/runs/{run_id}/steps. Report a tool step of a run Tell Iris what a
+        run did before it writes: a step with `readExternalContent: true` (a web page,
+        an email, a document) taints the run, and the run's later corrections, forgets
+        and restores wait for the member's approval.
         """
         return cast(
             "RunStepOutput",
@@ -1851,12 +2129,10 @@ class Operations(Transport):
     def v1_consents_active_retrieve(
         self,
         *,
-        user_id: str | None = None,
+        user_id: str,
     ) -> ConsentActiveOutput:
-        """GET /api/v1/consents/active. The derived current set, for a surface's inline
-        consent prompt and the member's own session: granted consents, opt-outs in
-        force, the per-category ConsentEntry view, and every scope's policy (for a
-        surface, as that surface is allowed to read it).
+        """GET /api/v1/consents/active. A member's current consents The consents in force
+        now, derived from the ledger, and the scope policies they enable.
         """
         return cast(
             "ConsentActiveOutput",
@@ -1874,9 +2150,11 @@ class Operations(Transport):
         *,
         idempotency_key: str | None = None,
     ) -> ConsentEventOutput:
-        """POST /api/v1/consents. `/consents`: GET lists and POST records. One URL routes
-        to one view, so this joins the two operations; each keeps its own view class,
-        serializers and schema.
+        """POST /api/v1/consents. Record consent Record what the member said: grant or
+        revoke a consent (`data_processing`, `data_storage`, a sensitive category such
+        as `category:medical`, ...), or opt out of / back into a use. Record it the
+        moment the member agrees, with how it was captured; the ledger is append-only.
+        Revoking a sensitive category forgets the memories in it.
         """
         return cast(
             "ConsentEventOutput",
@@ -1892,13 +2170,13 @@ class Operations(Transport):
     def v1_consents_retrieve(
         self,
         *,
+        user_id: str,
         before: int | None = None,
         limit: int | None = None,
-        user_id: str | None = None,
     ) -> ConsentListOutput:
-        """GET /api/v1/consents. `/consents`: GET lists and POST records. One URL routes to
-        one view, so this joins the two operations; each keeps its own view class,
-        serializers and schema.
+        """GET /api/v1/consents. List a member's consent events The member's consent
+        ledger, newest first: every grant, revocation, opt-out and opt-in. Pass
+        `nextBefore` back as `before` for older events.
         """
         return cast(
             "ConsentListOutput",
@@ -1914,11 +2192,10 @@ class Operations(Transport):
         self,
         request_id: str,
         *,
-        user_id: str | None = None,
+        user_id: str,
     ) -> bytes:
-        """GET /api/v1/data-rights/{request_id}/bundle. Download an export's bundle: the
-        member's own session, or a surface for its member. 404 for anyone else, 409
-        while it is being built, 410 once its window has ended.
+        """GET /api/v1/data-rights/{request_id}/bundle. Download an export bundle The
+        signed export (a zip). 409 while it is built, 410 once its window ended.
         """
         return cast(
             "bytes",
@@ -1934,9 +2211,8 @@ class Operations(Transport):
     def v1_data_rights_signing_key_retrieve(
         self,
     ) -> SigningKeysOutput:
-        """GET /api/v1/data-rights/signing-key. The public keys export bundles are signed
-        with (Ed25519), newest first, so anyone can check a bundle (`manage.py
-        verify_bundle`, or any Ed25519 library). Public.
+        """GET /api/v1/data-rights/signing-key. Export signing keys The public keys that
+        verify export bundles' signatures.
         """
         return cast(
             "SigningKeysOutput",
@@ -1950,9 +2226,10 @@ class Operations(Transport):
     def v1_health_retrieve(
         self,
     ) -> Health:
-        """GET /api/v1/health. Liveness and readiness for a load balancer: up or down, and
-        the apps' health notes (which ranker recall uses). A note never makes the answer
-        503: a node that ranks with BM25 because its model is missing still answers.
+        """GET /api/v1/health. Health For a load balancer: 200 `ok` when the database (and
+        Redis, when configured) answer; 200 `degraded` when only Redis does not (reads
+        and writes still work, jobs run in the request); 503 with the same body when the
+        database does not. `recall` says which ranker recall uses. No token needed.
         """
         return cast(
             "Health",
