@@ -9,8 +9,11 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from rest_framework.test import APIClient
+
 from dsar import services as dsar_services
 from governance.models import Tenant, User
+from governance.services import surface_client_create
 from memory.services import memory_write
 from tests.conftest import SYSTEM
 from tests.factories import as_member, draft, grant_storage
@@ -25,6 +28,7 @@ class Owner:
     entry_id: str
     conflict_id: str
     request_id: str
+    approval_id: str
 
     @property
     def user_id(self) -> str:
@@ -32,7 +36,14 @@ class Owner:
 
     def secrets(self) -> list[str]:
         """Every string of this member's that another caller must never see."""
-        return [self.canary, self.user_id, self.entry_id, self.conflict_id, self.request_id]
+        return [
+            self.canary,
+            self.user_id,
+            self.entry_id,
+            self.conflict_id,
+            self.request_id,
+            self.approval_id,
+        ]
 
 
 @dataclass
@@ -71,12 +82,23 @@ def seed_owner(member: User, label: str) -> Owner:
         principal=as_member(member), member=member, kind="export", payload={}
     )
     assert entry is not None and conflict is not None
+    # A destructive call from the member's surface waits for the member: an approval.
+    token = surface_client_create(actor=SYSTEM, tenant=member.tenant, surface="assistant").token
+    surface = APIClient()
+    surface.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    held = surface.post(
+        "/api/v1/actors/forget",
+        {"userId": str(member.public_id), "actorName": "Anna"},
+        format="json",
+    )
+    assert held.status_code == 202, held.content
     return Owner(
         member=member,
         canary=text,
         entry_id=str(entry.entry_id),
         conflict_id=str(conflict.id),
         request_id=str(request.id),
+        approval_id=held.json()["approvalId"],
     )
 
 
