@@ -17,6 +17,7 @@ from governance.services import surface_client_create
 from memory.services import memory_write
 from tests.conftest import SYSTEM
 from tests.factories import as_member, draft, grant_storage
+from tests.log_guard import plant
 
 
 @dataclass
@@ -68,6 +69,7 @@ def seed_owner(member: User, label: str) -> Owner:
     """A member with a memory holding their canary, an open conflict and an export request."""
     grant_storage(member)
     text = canary(label)
+    plant(text)
     entry = memory_write(
         principal=as_member(member),
         member=member,
