@@ -132,3 +132,17 @@ def test_member_session_fuzz(case, world: World, member_session) -> None:
     response = case.call(headers=headers, cookies=cookies)
     case.validate_response(response, checks=CHECKS)
     assert_nothing_leaked(case, response, [world.b, world.foreign])
+
+
+@pytest.mark.django_db
+def test_the_fuzzing_callers_are_signed_in(world: World, surface_token: str, member_session):
+    """The fuzz is not vacuous: the same transport, cookies and headers reach real answers
+    (a read and a CSRF-checked write as the member, a read as the surface)."""
+    cookies, headers = member_session
+    as_member = {"headers": headers, "cookies": cookies}
+    read = SCHEMA["/api/v1/memories"]["GET"].Case(query={"userId": world.a.user_id})
+    assert read.call(**as_member).status_code == 200
+    write = SCHEMA["/api/v1/off-the-record"]["POST"].Case(body={"userId": world.a.user_id})
+    assert write.call(**as_member).status_code in (200, 409)
+    surface = {"Authorization": f"Bearer {surface_token}"}
+    assert read.call(headers=surface).status_code == 200
