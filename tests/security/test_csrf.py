@@ -11,10 +11,15 @@ import re
 import pytest
 from django.test import Client
 
-from tests.security.expectations import CALLERS, OK, TABLE, expected_outcome
+from governance.models import User
+from tests.security.expectations import (
+    CALLERS,
+    MEMBER_A,
+    OK,
+    TABLE,
+    expected_outcome,
+)
 from tests.security.routes import all_routes
-from tests.security.test_route_matrix import path_values
-from tests.security.world import World
 
 pytestmark = pytest.mark.django_db
 
@@ -37,21 +42,10 @@ def server_of(route_name: str) -> str | None:
 
 
 @pytest.fixture
-def browsers(world: World, make_operator, other_tenant):
-    from tests.security.expectations import FOREIGN_MEMBER, FOREIGN_OPERATOR, MEMBER_A, MEMBER_B
-
-    users = {
-        MEMBER_A: world.a.member,
-        MEMBER_B: world.b.member,
-        FOREIGN_MEMBER: world.foreign.member,
-        FOREIGN_OPERATOR: make_operator("legal", of_tenant=other_tenant),
-    }
-    for role in ("support", "admin", "legal", "trust-and-safety"):
-        users[role] = world.operators[role] = make_operator(role)
-
+def browsers(people: dict[str, User]):
     def browser(caller: str, *, enforce: bool) -> Client:
         client = Client(enforce_csrf_checks=enforce)
-        client.force_login(users[caller])
+        client.force_login(people[caller])
         return client
 
     return browser
@@ -68,12 +62,12 @@ def takes_no_post(response) -> bool:
     return response.status_code in (403, 405) and bool(allowed) and "POST" not in allowed
 
 
-def test_every_post_without_the_token_is_refused(world: World, browsers) -> None:
-    values = path_values(world)
+def test_every_post_without_the_token_is_refused(url_values: dict[str, str], browsers) -> None:
+    values = url_values
     accepted: list[str] = []
     checked = 0
     for route in ROUTES:
-        caller = server_of(route.name) or "member-a"
+        caller = server_of(route.name) or MEMBER_A
         url = route.url(values)
         response = browsers(caller, enforce=True).post(url, {})
         checked += 1
@@ -85,9 +79,9 @@ def test_every_post_without_the_token_is_refused(world: World, browsers) -> None
     assert is_csrf_refusal(Client(enforce_csrf_checks=True).post("/accounts/login/", {}))
 
 
-def test_the_refusal_is_the_token_check(world: World, browsers) -> None:
+def test_the_refusal_is_the_token_check(url_values: dict[str, str], browsers) -> None:
     """With the token, the same POSTs get past CSRF (whatever the route then answers)."""
-    values = path_values(world)
+    values = url_values
     still_refused = []
     for route in ROUTES:
         caller = server_of(route.name)
@@ -104,8 +98,8 @@ def test_the_refusal_is_the_token_check(world: World, browsers) -> None:
     assert still_refused == []
 
 
-def test_every_form_on_every_page_carries_the_token(world: World, browsers) -> None:
-    values = path_values(world)
+def test_every_form_on_every_page_carries_the_token(url_values: dict[str, str], browsers) -> None:
+    values = url_values
     missing, forms = [], 0
     for route in ROUTES:
         caller = server_of(route.name)

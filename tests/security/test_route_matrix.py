@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from inspection import services as inspection_services
+from governance.models import User
 from tests.security.expectations import (
     ANON,
     CALLERS,
@@ -61,51 +61,13 @@ def outcome(route: Route, response: Any) -> str:
 
 
 @pytest.fixture
-def callers(world: World, make_operator, other_tenant) -> dict[str, Client | None]:
+def callers(people: dict[str, User]) -> dict[str, Client | None]:
     clients: dict[str, Client | None] = {ANON: None}
-    users = {
-        MEMBER_A: world.a.member,
-        MEMBER_B: world.b.member,
-        FOREIGN_MEMBER: world.foreign.member,
-        FOREIGN_OPERATOR: make_operator("legal", of_tenant=other_tenant),
-    }
-    for role in OPERATOR_ROLES:
-        users[role] = world.operators[role] = make_operator(role)
-    for name, user in users.items():
+    for name, user in people.items():
         client = Client()
         client.force_login(user)
         clients[name] = client
     return clients
-
-
-def path_values(world: World) -> dict[str, str]:
-    """Member A's objects, in the tenant of the operators under test."""
-    inspection = inspection_services.inspection_request(
-        principal=_principal(world.operators["support"]),
-        member=world.a.member,
-        path="routine-review",
-        justification="Member wrote to support about a wrong reminder.",
-    )
-    return {
-        "entry_id": world.a.entry_id,
-        "conflict_id": world.a.conflict_id,
-        "request_id": world.a.request_id,
-        "approval_id": world.a.approval_id,
-        "member_id": world.a.user_id,
-        "inspection_id": str(inspection.id),
-        "run_id": "run-1",
-        # Admin routes take a primary key and a content type; any will do, since only a
-        # superuser reaches them.
-        "object_id": "1",
-        "content_type_id": "1",
-        "app_label": "governance",
-    }
-
-
-def _principal(user):
-    from governance.principal import principal_of
-
-    return principal_of(user)
 
 
 # Routes whose empty POST is refused for its body before the object is looked up (which
@@ -172,8 +134,10 @@ def test_every_route_is_in_the_table() -> None:
     assert missing == [], "routes with no row in tests/security/expectations.py"
 
 
-def test_route_matrix(world: World, callers: dict[str, Client | None]) -> None:
-    values = path_values(world)
+def test_route_matrix(
+    world: World, callers: dict[str, Client | None], url_values: dict[str, str]
+) -> None:
+    values = url_values
     mismatches: list[str] = []
     tally: Counter[str] = Counter()
     # The owner last: member A's own POSTs (forget, cancel) may change the objects the
