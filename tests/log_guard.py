@@ -45,16 +45,26 @@ class CapturingHandler(logging.Handler):
 
 
 def install() -> CapturingHandler:
-    """On the root logger and on every configured logger that does not propagate."""
     handler = CapturingHandler()
-    logging.getLogger().addHandler(handler)
-    for logger in logging.Logger.manager.loggerDict.values():
-        if isinstance(logger, logging.Logger) and not logger.propagate:
-            logger.addHandler(handler)
+    attach(handler)
     return handler
 
 
+def attach(handler: CapturingHandler) -> None:
+    """On the root logger and on every logger that does not propagate; again before each
+    test, since a test that reconfigures logging (dictConfig) drops foreign handlers."""
+    loggers = [logging.getLogger()] + [
+        logger
+        for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger) and not logger.propagate
+    ]
+    for logger in loggers:
+        if handler not in logger.handlers:
+            logger.addHandler(handler)
+
+
 def start(handler: CapturingHandler) -> None:
+    attach(handler)
     handler.lines.clear()
     _planted.clear()
 

@@ -110,7 +110,9 @@ def member_session(world: World) -> tuple[dict[str, str], dict[str, str]]:
     return cookies, {"X-CSRFToken": token}
 
 
-@pytest.mark.django_db
+# Each call commits on its own, as in production: inside one test transaction a refused
+# statement on PostgreSQL would break every later call of the test.
+@pytest.mark.django_db(transaction=True)
 @SCHEMA.parametrize()
 @FUZZ
 def test_surface_fuzz(case, world: World, surface_token: str) -> None:
@@ -123,7 +125,9 @@ def test_surface_fuzz(case, world: World, surface_token: str) -> None:
     assert_nothing_leaked(case, response, hidden)
 
 
-@pytest.mark.django_db
+# Each call commits on its own, as in production: inside one test transaction a refused
+# statement on PostgreSQL would break every later call of the test.
+@pytest.mark.django_db(transaction=True)
 @SCHEMA.parametrize()
 @FUZZ
 def test_member_session_fuzz(case, world: World, member_session) -> None:
@@ -134,7 +138,7 @@ def test_member_session_fuzz(case, world: World, member_session) -> None:
     assert_nothing_leaked(case, response, [world.b, world.foreign])
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_the_fuzzing_callers_are_signed_in(world: World, surface_token: str, member_session):
     """The fuzz is not vacuous: the same transport, cookies and headers reach real answers
     (a read and a CSRF-checked write as the member, a read as the surface)."""
