@@ -91,6 +91,25 @@ def _ledger_flush_allowed():
     ops_class.execute_sql_flush = original
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _log_guard_handler():
+    from tests import log_guard
+
+    return log_guard.install()
+
+
+@pytest.fixture(autouse=True)
+def _no_secret_or_body_in_logs(_log_guard_handler):
+    """Every test: no planted text (memory bodies the factories build, canaries) and no
+    secret in any log line, as the configured handlers would write it (tests/log_guard.py)."""
+    from tests import log_guard
+
+    log_guard.start(_log_guard_handler)
+    yield
+    found = log_guard.findings(_log_guard_handler)
+    assert not found, f"log lines of this test gave away: {found}"
+
+
 @pytest.fixture(autouse=True)
 def _checkpoints_in_tmp(tmp_path, settings):
     settings.IRIS_AUDIT_CHECKPOINT_PATH = tmp_path / "audit-checkpoints.jsonl"

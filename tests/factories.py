@@ -27,6 +27,7 @@ from memory.enums import Lifecycle, Origin, ProvenanceKind, RecallSurface, Scope
 from memory.models import MemoryEntry
 from memory.recall.pipeline import Candidate, ProvenanceLink, RecallRequest
 from memory.services import ActorMention, MemoryDraft, WriteOutcome, memory_write
+from tests.log_guard import plant
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -83,6 +84,7 @@ def draft(
     identifiers: dict[str, str] | None = None,
     **extra: Any,
 ) -> MemoryDraft:
+    plant(body)
     return MemoryDraft(
         scope_kind=kind,
         scope_identifiers=identifiers if identifiers is not None else scope_of(member, kind),
@@ -149,6 +151,8 @@ def payload(member: User | None, **overrides: Any) -> dict[str, Any]:
         "origin": "user-stated",
     }
     body.update(overrides)
+    if isinstance(body.get("body"), str):
+        plant(body["body"])
     return body
 
 
