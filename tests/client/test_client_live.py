@@ -12,6 +12,7 @@ from iris_client import (
     ConflictAnswerIn,
     ConsentRecordInput,
     ConsentRequired,
+    ConsentTypeEnum,
     HeldForApproval,
     IrisClient,
     MemoryConflict,
@@ -21,7 +22,6 @@ from iris_client import (
     NotFound,
     RateLimited,
     RecallIn,
-    ConsentTypeEnum,
     ValidationProblem,
 )
 
