@@ -390,7 +390,9 @@ def _entry_action(call: EntryCall, success: Callable[[], str]) -> EntryView:
 def _reject_guess(principal: Principal, member: User, entry: MemoryEntry) -> Any:
     """Reject a guess: it is forgotten, and can be brought back like any forgotten memory."""
     if not _is_guess(entry):
-        raise Http404("Only a guess can be rejected.")
+        raise ValidationFailed(
+            "Only a guess can be rejected; use Forget for this memory.", rule="not-a-guess"
+        )
     return services.memory_forget(
         principal=principal, member=member, entry_id=entry.entry_id, reason_code="guess-rejected"
     )

@@ -277,7 +277,8 @@ def test_rejecting_a_guess_forgets_it(browser, ready) -> None:
 
 def test_only_a_guess_can_be_rejected(browser, ready) -> None:
     entry = written(ready, "I live in Lisbon")
-    assert browser.post(url("reject", entry)).status_code == 404
+    answer = browser.post(url("reject", entry), follow=True)
+    assert "Only a guess can be rejected; use Forget for this memory." in answer.content.decode()
     assert current(entry).lifecycle == "active"
     assert "Iris guessed this" not in browser.get(url("detail", entry)).content.decode()
 

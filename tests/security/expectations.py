@@ -105,6 +105,12 @@ TABLE: dict[str, dict[str, str]] = {
     "memory:resume": OWNED_PAGE,
     "memory:scope": OWNED_PAGE,
     "memory:answer_conflict": OWNED_PAGE,
+    "memory:confirm": OWNED_PAGE,
+    "memory:reject": OWNED_PAGE,
+    "memory:restore": OWNED_PAGE,
+    "memory:forget_topic": MEMBER_PAGE,
+    "memory:forget_everything": MEMBER_PAGE,
+    "memory:forgotten": MEMBER_PAGE,
     "consent:home": MEMBER_PAGE,
     "consent:grant": MEMBER_PAGE,
     "consent:revoke": MEMBER_PAGE,
@@ -179,6 +185,8 @@ TABLE: dict[str, dict[str, str]] = {
     "api-inspection-snapshot": UNGRANTED_READ_API,
     "api-inspection-replay": UNGRANTED_READ_API,
     "api-run-steps": SURFACE_ONLY_API,
+    # Events are replayed with a surface client's token only.
+    "api-events": SURFACE_ONLY_API,
 }
 
 
