@@ -495,7 +495,7 @@ OPERATIONS: dict[str, OperationDoc] = {
         "Tell Iris what a run did before it writes: a step with `readExternalContent: "
         "true` (a web page, an email, a document) taints the run, and the run's later "
         "corrections, forgets and restores wait for the member's approval.",
-        ("run-id-invalid",),
+        ("run-id-invalid", "forbidden"),
         examples=(
             Example(
                 "read-a-page",

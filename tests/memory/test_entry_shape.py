@@ -302,6 +302,10 @@ def _conforms(schema: dict[str, Any], node: dict[str, Any], value: Any, where: s
     node = _resolved(schema, node)
     if value is None:
         return [] if node.get("nullable") else [f"{where}: null"]
+    for choice in ("oneOf", "anyOf"):  # one variant per kind (a scope): any that fits
+        if choice in node:
+            tried = [_conforms(schema, branch, value, where) for branch in node[choice]]
+            return [] if [] in tried else min(tried, key=len)
     if "enum" in node and value not in node["enum"]:
         return [f"{where}: {value!r} not in the enum"]
     kind = node.get("type")
