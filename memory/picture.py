@@ -122,7 +122,7 @@ def stacked_bars(chart: Chart, *, width: int = 420, height: int = 220, label_id:
             )
         parts.append(
             f'<text class="picture__label" x="{x + bar_w / 2:.1f}" y="{height - 10}" '
-            f'text-anchor="middle">{escape(period)}</text>'
+            f'text-anchor="middle">{escape(period.split(" ")[0])}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
