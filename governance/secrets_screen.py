@@ -98,9 +98,23 @@ def is_card_number(candidate: str) -> bool:
     return 13 <= len(digits) <= 19 and _card_brand_plausible(digits) and luhn_valid(digits)
 
 
+# A UUID's middle groups can read as a grouped card number (about one member id in 3,000
+# did): digits inside a UUID are an identifier, never a card.
+_UUID_RE = re.compile(r"(?i:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+
+def _inside_uuid(match: re.Match[str]) -> bool:
+    start, end = match.span()
+    return any(u.start() <= start and end <= u.end() for u in _UUID_RE.finditer(match.string))
+
+
+def _is_card_match(match: re.Match[str]) -> bool:
+    return is_card_number(match.group()) and not _inside_uuid(match)
+
+
 def find_card_numbers(text: str) -> list[tuple[int, int]]:
     """Spans of payment card numbers (Luhn, a card network's prefix and length)."""
-    return [m.span() for m in CARD_NUMBER_RE.finditer(text) if is_card_number(m.group())]
+    return [m.span() for m in CARD_NUMBER_RE.finditer(text) if _is_card_match(m)]
 
 
 # -- value heuristics ---------------------------------------------------------------------
@@ -289,7 +303,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         "basic-auth",
         re.compile(r"(?i:\bauthorization\s*[:=]\s*basic)\s+(?P<secret>[A-Za-z0-9+/]{8,}={0,2})"),
     ),
-    _Detector("card-number", CARD_NUMBER_RE, lambda value, m: is_card_number(value)),
+    _Detector("card-number", CARD_NUMBER_RE, lambda value, m: _is_card_match(m)),
     _Detector(
         "api-key",
         re.compile(

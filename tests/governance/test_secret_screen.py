@@ -26,6 +26,7 @@ from governance.pipeline import Denied, Effect, Hook, Operation, govern
 from governance.principal import Principal
 from governance.secrets_screen import (
     SECRET_KINDS,
+    contains_secret,
     find_secrets,
     luhn_valid,
     redact_secrets,
@@ -297,3 +298,16 @@ def test_a_declared_field_is_matched_by_name_not_by_substring(member, tenant) ->
         govern(
             Hook.PRE_WRITE, _write(member, tenant, SECRET_BODY, declared_secret_fields="bodyguard")
         )
+
+
+def test_a_uuid_whose_middle_groups_read_as_a_card_is_not_a_secret() -> None:
+    # These digits pass Luhn and a card network's prefix: a member id once refused.
+    assert contains_secret("655-8861-4624-9600-6983")
+    assert not contains_secret("session:cbb9a655-8861-4624-9600-6983a72e7595:s-1")
+    assert contains_secret("session cbb9a655 and card 655-8861-4624-9600-6983")
+
+
+@given(st.uuids())
+def test_no_member_id_in_a_scope_key_is_taken_for_a_credential(member_id) -> None:
+    assert not contains_secret(f"session:{member_id}:s-1")
+    assert not contains_secret(str(member_id).upper())
