@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape  # nosec B406 - escapes what Iris writes; parses nothing
 
 # Colours are CSS classes (static/iris/iris.css, .fill-0 to .fill-5): no inline style,
 # which the Content-Security-Policy would refuse. Series past the sixth reuse them.

@@ -98,7 +98,7 @@ class Transport:
         if server is not None:
             return min(server, self.max_wait)
         # Exponential backoff with full jitter, so clients refused together spread out.
-        return random.uniform(0, min(self.backoff * 2**attempt, self.max_wait))
+        return random.uniform(0, min(self.backoff * 2**attempt, self.max_wait))  # nosec B311 - backoff jitter
 
     def _send(
         self, method: str, path: str, *, params: dict[str, Any], json: Any, key: str | None
