@@ -24,7 +24,10 @@ it. This one runs it as deployed and as used, for each size and mode:
    the member's lookup, the throttle, the error shape) is measured under the same load;
 5. then writes `--bursts` bursts of `--burst-size` memories (8 threads) and times the first
    recall after each;
-6. stops the server and prints a table and one JSON line per (size, mode).
+6. stops the server and starts it again on the same database, as a deploy does, and asks
+   `--restart-questions` questions: the first recall each new worker serves is timed
+   (`restart_first_*`), against the stream's floor;
+7. stops the server and prints a table and one JSON line per (size, mode).
 
 Questions are answered by memory id: each question's relevant memories are labelled by
 index in the set, and the write API's answer gives each index its id. Memories written
@@ -499,7 +502,31 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
             if got is None:
                 count("after-burst-recall", call)
 
-    pids = worker_of(access_log)
+        stream_floor = percentile(floor_s, 95)
+        pids = worker_of(access_log)
+
+    # A restart (a deploy): the same database, a new server. Its master builds the
+    # snapshots of the members active lately before forking; each worker's first recall is
+    # timed, as in the stream.
+    restart_log = var_dir / f"access-{size}-{mode}-restart.log"
+    restart_log.unlink(missing_ok=True)
+    restart_order: list[str] = []
+    restart_s: dict[str, float] = {}
+    started = time.perf_counter()
+    with server(env, restart_log, server_log, args.start_timeout) as base:
+        restart_ready = time.perf_counter() - started
+        client = Client(base, token, member, args.timeout)
+        for i, question in enumerate(asked[: args.restart_questions]):
+            tag = f"s{i}"
+            restart_order.append(tag)
+            call = client.recall(question.text, tag)
+            if answered_ids(call) is None:
+                count("restart-recall", call)
+            else:
+                restart_s[tag] = call.seconds
+    restart_first = first_per_worker(restart_order, worker_of(restart_log), restart_s)
+    restart_worst = max(restart_first.values()) if restart_first else None
+
     first = first_per_worker(order, pids, recall_s)
     stream_pids = {pids[t] for t in order if t in pids}
     wanted = [frozenset(ids[m] for m in q.relevant if m in ids) for q in asked]
@@ -546,6 +573,9 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
             burst_answers,
             [frozenset(ids[m] for m in q.relevant if m in ids) for q in after_burst],
         )[f"hit@{K}"],
+        "restart_ready_s": round(restart_ready, 2),
+        "restart_first_recall_per_worker_ms": {pid: ms(v) for pid, v in restart_first.items()},
+        "restart_first_over_floor_p95": ratio(restart_worst, stream_floor),
         "errors": errors,
         "stream_seconds": round(stream_wall, 1),
         "timeout_s": args.timeout,
@@ -575,7 +605,7 @@ def table(records: Sequence[dict[str, Any]]) -> str:
         f"{'size':>6} {'mode':<12} {'w/s':>6} {'w p50/p95':>12} {'hit@12':>6} {'nDCG':>6} "
         f"{'control':>7} "
         f"{'hit@12 by quarter':<24} {'p50/p95/p99 ms':>20} {'floor p95':>9} {'p95/fl':>6} "
-        f"{'1st/worker ms':<28} {'after burst':<18} errors"
+        f"{'1st/worker ms':<28} {'after burst':<18} {'after restart':<24} errors"
     )
     lines = [head, "-" * len(head)]
 
@@ -594,6 +624,7 @@ def table(records: Sequence[dict[str, Any]]) -> str:
             f"{'/'.join(f(r[k]) for k in ('recall_p50_ms', 'recall_p95_ms', 'recall_p99_ms')):>20} "
             f"{f(r['floor_p95_ms']):>9} {f(r['p95_over_floor_p95']):>6} {firsts:<28} "
             f"{' '.join(f(v) for v in r['after_burst_first_recall_ms']):<18} "
+            f"{' '.join(f(v) for v in r['restart_first_recall_per_worker_ms'].values()):<24} "
             f"{sum(r['errors'].values()) + sum(r['write_errors'].values())}"
         )
     return "\n".join(lines)
@@ -613,6 +644,9 @@ def main() -> None:
     parser.add_argument("--bursts", type=int, default=3)
     parser.add_argument("--burst-size", type=int, default=40)
     parser.add_argument("--start-timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--restart-questions", type=int, default=16, help="recalls after restarting the server"
+    )
     parser.add_argument("--keep-database", action="store_true")
     parser.add_argument(
         "--no-control", action="store_true", help="skip the in-process equal-usage control"

@@ -1,11 +1,12 @@
 """Work that may wait until the answer has gone out, and may be lost.
 
-Only work whose loss costs nothing belongs here: today, building a worker's recall
-snapshot of a member (`memory.recall.snapshot.warm`), which the next recall rebuilds if
-it never ran, and the audit seal of the request's commits (`governance.audit`), which
-the beat task's sweep does if it never ran. Records (usage counters, recall history,
-audit) commit with the answer's own transaction instead: a worker killed between sending
-the answer and running this queue loses the queue (docs/decisions/hardening-controls.md).
+Only work whose loss costs nothing belongs here: today, bringing a worker's recall
+snapshot of a member up to date or rebuilding it (`memory.recall.snapshot`), which the
+next recall does itself if it never ran, and the audit seal of the request's commits
+(`governance.audit`), which the beat task's sweep does if it never ran. Records (usage
+counters, recall history, audit) commit with the answer's own transaction instead: a
+worker killed between sending the answer and running this queue loses the queue
+(docs/decisions/hardening-controls.md).
 
 Inside a request, `defer` queues such work and `request_finished` (which the server sends
 once it has written the answer) runs it; outside a request it runs at once, so jobs and
@@ -29,7 +30,7 @@ from typing import Any
 
 log = logging.getLogger("iris.after_response")
 
-_queue: ContextVar[list[Callable[[], None]] | None] = ContextVar(
+_queue: ContextVar[list[tuple[object, Callable[[], None]]] | None] = ContextVar(
     "iris_after_response", default=None
 )
 
@@ -39,21 +40,30 @@ def request_began(**_: Any) -> None:
     _queue.set([])
 
 
-def defer(work: Callable[[], None], *, once: bool = False) -> None:
+def in_request() -> bool:
+    """Whether `defer` queues (inside a request) rather than runs at once."""
+    return _queue.get() is not None
+
+
+def defer(work: Callable[[], None], *, once: bool = False, key: object = None) -> None:
     """Run `work` once the answer has gone out (at once outside a request). With `once`,
-    work already queued by this request is not queued again."""
+    work already queued by this request is not queued again; with `key`, neither is work
+    queued under an equal key."""
     queue = _queue.get()
     if queue is None:
         work()
-    elif not (once and any(queued is work for queued in queue)):
-        queue.append(work)
+        return
+    if key is None and once:
+        key = work
+    if key is None or not any(queued == key for queued, _ in queue):
+        queue.append((key, work))
 
 
 def run_deferred(**_: Any) -> None:
     """`request_finished`: run what the request deferred, in order."""
     queue = _queue.get()
     _queue.set(None)
-    for work in queue or ():
+    for _, work in queue or ():
         try:
             work()
         except Exception as exc:  # the answer has gone; report and carry on

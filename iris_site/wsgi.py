@@ -14,9 +14,12 @@ except SettingsError as exc:
 
 # Before the first request: with the hybrid ranker on, the model is loaded and warmed here
 # (under gunicorn --preload, once in the master, its weights then shared by the workers).
-from memory.recall.service import warm_up  # noqa: E402
+from memory.recall.service import warm_start, warm_up  # noqa: E402
 
 warm_up()
+# And the recall snapshots of the members active within the change log's window, so a
+# restart does not make each of them build one at their next recall on every worker.
+warm_start()
 
 # And what every worker's first request would otherwise import: the URL patterns with the
 # views they name, and the Redis client library behind the cache and the throttle. Under

@@ -693,6 +693,49 @@ def warm_up() -> bool:
     return True
 
 
+# Members whose snapshots a starting server builds, at most (most recent change first).
+WARM_START_MEMBERS = 200
+
+
+def warm_start() -> int:
+    """Build the snapshots of the members whose memory changed, or was recalled, within
+    the change log's window (`IRIS_RECALL_CHANGES_KEEP_SECONDS`), most recent first, up to
+    a worker's row budget; returns how many rows are held. Called when the web app starts
+    (`iris_site/wsgi.py`): under gunicorn --preload, in the master, so after a restart
+    (a deploy) every worker starts holding them and the members in the middle of a
+    conversation do not each pay a build at their first recall on each worker. A
+    database that cannot answer (not migrated, not reachable) skips it: recall builds on
+    demand as before. The master's connections are closed, so no worker inherits them."""
+    from django.db import DatabaseError, connections
+
+    if not recall_snapshot.usable():
+        return 0
+    try:
+        with plainsql.cursor() as cursor:
+            cursor.execute(
+                "SELECT member_id FROM memory_recallchange GROUP BY member_id "
+                "ORDER BY max(noted_at) DESC LIMIT %s",
+                [WARM_START_MEMBERS],
+            )
+            order = [row[0] for row in cursor.fetchall()]
+        by_pk = User.objects.in_bulk(order)
+        members = [by_pk[pk] for pk in order if pk in by_pk]
+        return recall_snapshot.warm_start(members, ranker_state().active)
+    except DatabaseError as exc:
+        logger.warning("recall snapshots not built at start: %s", type(exc).__name__)
+        return 0
+    finally:
+        connections.close_all()
+
+
+def warm_after_change(entry: MemoryEntry) -> None:
+    """The entry's member's rows changed in this request: once the answer has gone out,
+    bring this worker's snapshot of the member up to date, or build it
+    (`recall.snapshot.warm_later`)."""
+    member = recall_snapshot.MemberRef(pk=entry.member_id, tenant_id=entry.tenant_id)
+    recall_snapshot.warm_later(member, ranker_state().active)
+
+
 def encode_ahead(body: str) -> bytes | None:
     """The stored form of `body`'s embedding, computed before a writer takes the member's
     lock; None when the hybrid ranker is not the active one.

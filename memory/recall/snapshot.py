@@ -46,8 +46,9 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 import numpy.ma  # noqa: F401  (np.union1d imports it on first use: here, not in a request)
@@ -55,7 +56,7 @@ from django.conf import settings
 from django.db import connection
 
 from consent.enums import Category
-from governance import plainsql
+from governance import after_response, plainsql
 from memory.models import WORDS_SPLIT, recall_words
 from memory.recall import db as recall_db
 from memory.recall import pipeline as recall
@@ -113,6 +114,13 @@ def _seconds(value: Any) -> float | None:
     return moment.timestamp()
 
 
+class MemberRef(NamedTuple):
+    """What a snapshot needs of a member (a `User` has both), without loading one."""
+
+    pk: int
+    tenant_id: uuid.UUID
+
+
 class _Codes(dict[str, int]):
     """Small integer codes for repeated strings (scope keys, categories, clusters)."""
 
@@ -140,7 +148,9 @@ class Snapshot:
         # then, and every one from `unseen_from` on. Their changes are read at the next.
         self.unseen_from = "0"
         self.unseen: list[str] = []
-        self.built = self.used = time.monotonic()
+        # `looked`: when it last read the change log (or was built); the log keeps its
+        # notes for at least two lifetimes, so a look within one lifetime misses none.
+        self.built = self.used = self.looked = time.monotonic()
         self.codes = _Codes()
         self.slot: dict[uuid.UUID, int] = {}
         self.size = 0
@@ -739,6 +749,7 @@ def _catch_up(member: Any, snap: Snapshot) -> int:
         "ON true"
     )
     params = [member.pk, snap.unseen_from, snap.unseen, member.tenant_id, member.pk]
+    looked = time.monotonic()
     with plainsql.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -763,6 +774,7 @@ def _catch_up(member: Any, snap: Snapshot) -> int:
                 vector = row[_WORDS_AT + 3] if snap.hybrid else None
                 snap.put(row[:_WORDS_AT], snap.words(row), vector)
     snap.unseen_from, snap.unseen = rows[0][0], rows[0][1]
+    snap.looked = looked
     return noted
 
 
@@ -857,20 +869,78 @@ def warm(member: Any, ranker_name: str) -> None:
             _current(member, ranker_name)
 
 
+def warm_later(member: Any, ranker_name: str) -> None:
+    """Once the answer has gone out, bring this worker's snapshot of the member up to date,
+    building it if the worker holds none: called when the member's rows change, so the
+    member's next recall here finds the snapshot current rather than building it (at 10k
+    rows a build is 10-30 times the cost of a warm recall; docs/decisions/recall.md,
+    "Warm snapshots"). Outside a request (jobs, tests) the next recall does it."""
+    if (
+        settings.IRIS_RECALL_SNAPSHOT
+        and connection.vendor == "postgresql"
+        and after_response.in_request()
+    ):
+        after_response.defer(
+            partial(warm, member, ranker_name), key=("recall-warm", *_key(member, ranker_name))
+        )
+
+
+def warm_start(members: Sequence[Any], ranker_name: str) -> int:
+    """Build the snapshots of `members`, in order, while they fit the row budget; returns
+    how many rows are held. Under gunicorn --preload the master calls this before forking
+    (`recall.service.warm_start`), so every worker starts with them."""
+    if not usable():
+        return 0
+    budget = int(settings.IRIS_RECALL_SNAPSHOT_ROWS)
+    rows = 0
+    with _LOCK:
+        for member in members:
+            snap = _build(member, ranker_name, follow=True)
+            if rows and rows + snap.size > budget:
+                break
+            _CACHE[_key(member, ranker_name)] = snap
+            rows += snap.size
+    return rows
+
+
+def _rebuild_later(member: Any, ranker_name: str, stale: Snapshot) -> None:
+    """Replace a snapshot past its lifetime once the answer has gone out."""
+    key = _key(member, ranker_name)
+
+    def rebuild() -> None:
+        if not usable():
+            return
+        fresh = _build(member, ranker_name, follow=True)
+        with _LOCK:
+            if _CACHE.get(key) is stale:
+                fresh.used = stale.used
+                _CACHE[key] = fresh
+
+    after_response.defer(rebuild, key=("recall-rebuild", *key))
+
+
 def _current(member: Any, ranker_name: str) -> Snapshot:
     key = _key(member, ranker_name)
     snap = _CACHE.get(key)
     lifetime = float(settings.IRIS_RECALL_SNAPSHOT_SECONDS)
-    if snap is None or not _fresh(snap):
+    now = time.monotonic()
+    if snap is None or now - snap.looked > lifetime:
         snap = _build(member, ranker_name, follow=True)
     else:
+        # Caught up, a snapshot past its lifetime still ranks on every change the log
+        # noted; it is rebuilt (the bound on what a missed note could cost) after the
+        # answer rather than before it, and at once outside a request.
         _catch_up(member, snap)
+        if not _fresh(snap):
+            if after_response.in_request():
+                _rebuild_later(member, ranker_name, snap)
+            else:
+                snap = _build(member, ranker_name, follow=True)
     _CACHE[key] = snap
     _CACHE.move_to_end(key)
     # Least recently used first: drop what is over the row budget, and what no recall has
     # used for a snapshot's lifetime (so a forgotten memory's terms do not stay in an idle
     # worker's memory beyond the next recall it serves after that).
-    now = time.monotonic()
     snap.used = now
     budget = int(settings.IRIS_RECALL_SNAPSHOT_ROWS)
     rows = sum(s.size for s in _CACHE.values())

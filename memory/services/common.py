@@ -646,9 +646,10 @@ def _insert_revision(
     # Every write inserts one: plain SQL (see governance.plainsql), no signals are used.
     plainsql.insert(MemoryEntry, [entry])
     # With the hybrid ranker on, each revision's vector is computed at write time.
-    from memory.recall.service import store_embeddings
+    from memory.recall.service import store_embeddings, warm_after_change
 
     store_embeddings([entry], now=now, fresh=True, encoded=encoded)
+    warm_after_change(entry)
     return entry
 
 

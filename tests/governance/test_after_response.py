@@ -63,3 +63,15 @@ def test_once_queues_the_same_work_once_per_request() -> None:
     after_response.defer(lambda: done.append("other"))
     after_response.run_deferred()
     assert done == ["seal", "other"]
+
+
+def test_a_key_queues_work_once_per_request_whatever_the_callable() -> None:
+    done: list[str] = []
+    after_response.request_began()
+    assert after_response.in_request()
+    after_response.defer(lambda: done.append("first"), key=("warm", 1))
+    after_response.defer(lambda: done.append("second"), key=("warm", 1))
+    after_response.defer(lambda: done.append("other member"), key=("warm", 2))
+    after_response.run_deferred()
+    assert done == ["first", "other member"]
+    assert not after_response.in_request()

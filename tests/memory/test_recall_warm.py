@@ -1,0 +1,192 @@
+"""Warm snapshots: a worker keeps its snapshot of a member current as the member writes,
+rebuilds an old one after the answer rather than before it, and a starting server builds
+those of the members active lately (docs/decisions/recall.md, "Warm snapshots").
+
+Keeping a snapshot needs committed rows and the change log, so these run on PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from memory.models import MemoryEntry
+from memory.recall import service as recall_service
+from memory.recall import snapshot as recall_snapshot
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+NAME = "lexical"
+
+
+@pytest.fixture(autouse=True)
+def _lexical(settings):
+    settings.IRIS_RECALL_SNAPSHOT = True  # tests/conftest.py empties the cache for each test
+    settings.IRIS_RECALL_SEMANTIC = NAME
+
+
+@pytest.fixture
+def builds(monkeypatch) -> list[int]:
+    """The member pk of every snapshot built from the table."""
+    built: list[int] = []
+    build = recall_snapshot._build
+
+    def counting(member: Any, ranker_name: str, *, follow: bool) -> Any:
+        built.append(member.pk)
+        return build(member, ranker_name, follow=follow)
+
+    monkeypatch.setattr(recall_snapshot, "_build", counting)
+    return built
+
+
+def _held(member: Any) -> recall_snapshot.Snapshot | None:
+    return recall_snapshot._CACHE.get((connection.alias, str(member.tenant_id), member.pk, NAME))
+
+
+def _write(surface_api: Any, member: Any, body: str, subject: str) -> str:
+    response = surface_api.post(
+        "/api/v1/memories",
+        {
+            "userId": str(member.public_id),
+            "scope": {"kind": "profile", "userId": str(member.public_id)},
+            "category": "preference",
+            "body": body,
+            "subject": subject,
+            "origin": "user-stated",
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    return str(response.json()["revisionId"])
+
+
+def _recall(surface_api: Any, member: Any, query: str) -> list[str]:
+    response = surface_api.post(
+        "/api/v1/recall",
+        {
+            "userId": str(member.public_id),
+            "scope": {"kind": "profile"},
+            "query": query,
+            "surface": "assistant",
+            "context": "general",
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    return [item["entry"]["body"] for item in response.json()["entries"]]
+
+
+def test_a_write_leaves_the_workers_snapshot_current_for_the_next_recall(
+    require_postgres, ready, surface_api, builds
+) -> None:
+    first = _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    # Built once the write's answer had gone out, holding what the write stored.
+    assert builds == [ready.pk]
+    snap = _held(ready)
+    assert snap is not None and snap.known(_uuid(first))
+    second = _write(surface_api, ready, "I cycle to work along the river", "commute")
+    # Caught up, not rebuilt: the same snapshot now holds the second revision too.
+    assert builds == [ready.pk] and _held(ready) is snap and snap.known(_uuid(second))
+    assert _recall(surface_api, ready, "what tea do I drink") == [
+        "I drink oolong tea in the morning"
+    ]
+    assert builds == [ready.pk]  # the recall built nothing
+
+
+def test_a_change_outside_a_request_builds_nothing(require_postgres, ready, builds) -> None:
+    from memory.services import memory_write
+    from tests.factories import as_member, draft
+
+    memory_write(principal=as_member(ready), member=ready, draft=draft(ready, "I like figs"))
+    assert builds == [] and _held(ready) is None
+
+
+def test_an_old_snapshot_answers_once_caught_up_and_is_rebuilt_after_the_answer(
+    require_postgres, ready, surface_api, builds, settings, monkeypatch
+) -> None:
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    stale = _held(ready)
+    assert stale is not None and builds == [ready.pk]
+    # Past its lifetime, but it read the change log a moment ago (the log keeps every
+    # note for two lifetimes), so it misses nothing it could still be told.
+    settings.IRIS_RECALL_SNAPSHOT_SECONDS = 60
+    stale.built -= 120
+    answered_from: list[Any] = []
+    resolve = recall_snapshot._resolve
+
+    def answering(snap: Any, *args: Any, **kwargs: Any) -> Any:
+        answered_from.append(snap)
+        return resolve(snap, *args, **kwargs)
+
+    monkeypatch.setattr(recall_snapshot, "_resolve", answering)
+    assert _recall(surface_api, ready, "tea") == ["I drink oolong tea in the morning"]
+    # The answer came from the old snapshot, caught up; after it, a new one replaced it.
+    assert answered_from == [stale]
+    fresh = _held(ready)
+    assert fresh is not None and fresh is not stale
+    assert builds == [ready.pk, ready.pk]
+    # The same after a write: the write answers, then the snapshot is rebuilt.
+    fresh.built -= 120
+    later = _write(surface_api, ready, "I moved to Porto last spring", "home")
+    newest = _held(ready)
+    assert newest is not None and newest is not fresh and newest.known(_uuid(later))
+
+
+def test_a_snapshot_that_missed_a_lifetime_of_looks_is_rebuilt_before_answering(
+    require_postgres, ready, surface_api, builds, settings
+) -> None:
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    stale = _held(ready)
+    assert stale is not None
+    settings.IRIS_RECALL_SNAPSHOT_SECONDS = 60
+    stale.built -= 120
+    stale.looked -= 120  # notes older than that may have been pruned: not trusted
+    assert _recall(surface_api, ready, "tea") == ["I drink oolong tea in the morning"]
+    assert builds == [ready.pk, ready.pk]
+    assert _held(ready) is not stale
+
+
+def test_a_starting_server_builds_the_snapshots_of_recently_active_members(
+    require_postgres, ready, other_member, surface_api, builds, settings
+) -> None:
+    from tests.factories import grant_storage
+
+    grant_storage(other_member)
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    _write(surface_api, other_member, "I keep bees on the roof", "bees")
+    recall_snapshot.clear()
+    builds.clear()
+    # The most recently active member first, while the worker's row budget holds them.
+    settings.IRIS_RECALL_SNAPSHOT_ROWS = 1
+    assert recall_service.warm_start() == 1
+    assert builds == [other_member.pk, ready.pk]  # the second did not fit
+    assert _held(other_member) is not None and _held(ready) is None
+    # The master's connection is closed, so no forked worker shares it.
+    assert connection.connection is None
+    settings.IRIS_RECALL_SNAPSHOT_ROWS = 100
+    recall_snapshot.clear()
+    assert recall_service.warm_start() == 2
+    # And the next recall of either answers from what was built.
+    builds.clear()
+    assert _recall(surface_api, ready, "tea") == ["I drink oolong tea in the morning"]
+    assert builds == []
+    assert MemoryEntry.objects.filter(member=ready).count() == 1
+
+
+def test_a_starting_server_without_a_change_log_still_starts(
+    require_postgres, ready, monkeypatch
+) -> None:
+    from django.db import DatabaseError
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise DatabaseError("relation memory_recallchange does not exist")
+
+    monkeypatch.setattr(recall_snapshot, "warm_start", broken)
+    assert recall_service.warm_start() == 0
+
+
+def _uuid(text: str) -> Any:
+    import uuid
+
+    return uuid.UUID(text)
