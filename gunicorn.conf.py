@@ -37,6 +37,9 @@ def when_ready(server) -> None:  # type: ignore[no-untyped-def]
 
 
 def post_worker_init(worker) -> None:  # type: ignore[no-untyped-def]
+    from iris_site.warm import worker_ready
+
+    worker_ready()
     _settle()
 
 

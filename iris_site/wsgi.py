@@ -12,19 +12,8 @@ try:
 except SettingsError as exc:
     exit_on_settings_error(exc)
 
-# Before the first request: with the hybrid ranker on, the model is loaded and warmed here
-# (under gunicorn --preload, once in the master, its weights then shared by the workers).
-from memory.recall.service import warm_start, warm_up  # noqa: E402
+# Before the first request, once in the master under gunicorn --preload: the model, the
+# recall snapshots of recently active members, and what Python and Django build lazily.
+from iris_site.warm import before_fork  # noqa: E402
 
-warm_up()
-# And the recall snapshots of the members active within the change log's window, so a
-# restart does not make each of them build one at their next recall on every worker.
-warm_start()
-
-# And what every worker's first request would otherwise import: the URL patterns with the
-# views they name, and the Redis client library behind the cache and the throttle. Under
-# --preload this happens once, in the master.
-import redis  # noqa: E402, F401
-from django.urls import get_resolver  # noqa: E402
-
-get_resolver().url_patterns  # noqa: B018
+before_fork()

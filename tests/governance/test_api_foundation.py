@@ -153,14 +153,3 @@ def test_validation_paths_keep_list_indexes() -> None:
     assert _flatten_validation(detail)[0]["field"] == "chain[0].kind"
     detail = {"chain": [{}, {"kind": [ErrorDetail("bad", "invalid_choice")]}]}
     assert _flatten_validation(detail)[0]["field"] == "chain[1].kind"
-
-
-def test_loading_the_wsgi_app_touches_no_database() -> None:
-    # gunicorn --preload loads it in the master before forking: a connection opened there
-    # would be shared by every worker. pytest-django refuses database access in this test.
-    import importlib
-
-    import iris_site.wsgi
-
-    importlib.reload(iris_site.wsgi)
-    assert callable(iris_site.wsgi.application)

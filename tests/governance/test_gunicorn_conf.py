@@ -36,13 +36,18 @@ def test_gunicorn_reads_it_from_the_working_directory() -> None:
     assert "config                             = ./gunicorn.conf.py" in done.stdout, done.stderr
 
 
-def test_the_worker_hook_freezes_and_raises_the_young_threshold() -> None:
+def test_the_worker_hook_reads_ahead_freezes_and_raises_the_young_threshold(monkeypatch) -> None:
+    from iris_site import warm
+
+    readied: list[bool] = []
+    monkeypatch.setattr(warm, "worker_ready", lambda: readied.append(True))
     conf = _conf()
     before = gc.get_threshold()
     try:
         gc.unfreeze()
         assert gc.get_freeze_count() == 0
         conf.post_worker_init(None)
+        assert readied == [True]  # iris_site/warm.py, tested in tests/test_warm.py
         assert gc.get_freeze_count() > 1000  # the modules, settings and the rest
         assert gc.get_threshold() == (conf.YOUNG_THRESHOLD, before[1], before[2])
         conf.when_ready(None)  # the master's hook does the same before forking

@@ -1,0 +1,72 @@
+"""iris_site/warm.py: what a server does before its first request. The master builds what
+Python and Django build lazily, and leaves no database connection for the workers to
+share; each worker opens its own connections and reads its tables ahead."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import pytest
+from django.apps import apps
+from django.db import OperationalError, connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from iris_site import warm
+
+
+def _patterns(resolver: URLResolver):
+    for entry in resolver.url_patterns:
+        yield entry
+        if isinstance(entry, URLResolver):
+            yield from _patterns(entry)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_loading_the_wsgi_app_leaves_no_database_connection_open(require_postgres) -> None:
+    # gunicorn --preload loads it in the master before forking: a connection left open
+    # there would be shared by every worker.
+    import iris_site.wsgi
+
+    connection.ensure_connection()
+    importlib.reload(iris_site.wsgi)
+    assert callable(iris_site.wsgi.application)
+    assert connection.connection is None
+
+
+@pytest.mark.django_db
+def test_before_fork_compiles_every_url_pattern() -> None:
+    resolver = get_resolver()
+    patterns = list(_patterns(resolver))
+    for entry in patterns:
+        entry.pattern.__dict__.pop("regex", None)
+    warm.before_fork()
+    compiled = [entry for entry in patterns if "regex" in entry.pattern.__dict__]
+    assert len(compiled) == len(patterns)
+    assert any(isinstance(entry, URLPattern) for entry in compiled)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_ready_reads_every_table_ahead(require_postgres) -> None:
+    connection.close()
+    with CaptureQueriesContext(connection) as queries:
+        warm.worker_ready()
+    read = {q["sql"] for q in queries.captured_queries}
+    tables = {m._meta.db_table for m in apps.get_models(include_auto_created=True)}
+    assert read == {f'SELECT * FROM "{table}" LIMIT 0' for table in tables}
+    assert connection.connection is not None  # kept for the first request
+
+
+def test_worker_ready_leaves_an_unreachable_database_to_the_first_request(
+    require_postgres, monkeypatch, caplog
+) -> None:
+    def refuse() -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(connection, "cursor", refuse)
+    with caplog.at_level(logging.WARNING, logger="iris.warm"):
+        warm.worker_ready()
+    assert [r.getMessage() for r in caplog.records] == [
+        "worker start: database not read ahead: OperationalError"
+    ]
