@@ -63,7 +63,7 @@ def run_deferred(**_: Any) -> None:
     """`request_finished`: run what the request deferred, in order."""
     queue = _queue.get()
     _queue.set(None)
-    for _, work in queue or ():
+    for _key, work in queue or ():
         try:
             work()
         except Exception as exc:  # the answer has gone; report and carry on
