@@ -236,6 +236,14 @@ class MemoryEntry(models.Model):
                 condition=Q(is_current=True),
                 name="memory_current_scope_key",
             ),
+            # Recall's envelope counts the current rows that are not active (paused,
+            # forgotten, drafts) at every recall: this index holds only those, so the count
+            # does not walk the member's active rows (docs/decisions/recall.md).
+            models.Index(
+                fields=["tenant", "member", "scope_key"],
+                condition=Q(is_current=True) & ~Q(lifecycle="active"),
+                name="memory_current_inactive",
+            ),
             models.Index(fields=["tenant", "member", "entry_id"], name="memory_entry_lookup"),
             # Conflict lookup by category and subject; the revocation cascade by category.
             models.Index(
