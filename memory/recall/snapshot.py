@@ -886,17 +886,28 @@ def warm(member: Any, ranker_name: str) -> None:
             _current(member, ranker_name)
 
 
+# A write catches up a snapshot that has not looked at the change log for this long: in a
+# burst of one member's writes each worker then reads the log about once a second rather
+# than once a write (each look reads what every worker wrote since the last), and a recall
+# right after the burst catches up at most that second's writes.
+WARM_AFTER_SECONDS = 1.0
+
+
 def warm_later(member: Any, ranker_name: str) -> None:
     """Once the answer has gone out, bring this worker's snapshot of the member up to date,
     building it if the worker holds none: called when the member's rows change, so the
     member's next recall here finds the snapshot current rather than building it (at 10k
     rows a build is 10-30 times the cost of a warm recall; docs/decisions/recall.md,
     "Warm snapshots"). Outside a request (jobs, tests) the next recall does it."""
-    if (
+    if not (
         settings.IRIS_RECALL_SNAPSHOT
         and connection.vendor == "postgresql"
         and after_response.in_request()
     ):
+        return
+    held = _CACHE.get(_key(member, ranker_name))
+    recent = held is not None and time.monotonic() - held.looked < WARM_AFTER_SECONDS
+    if not (recent and _fresh(held)):
         after_response.defer(
             partial(warm, member, ranker_name), key=("recall-warm", *_key(member, ranker_name))
         )

@@ -78,8 +78,9 @@ def _recall(surface_api: Any, member: Any, query: str) -> list[str]:
 
 
 def test_a_write_leaves_the_workers_snapshot_current_for_the_next_recall(
-    require_postgres, ready, surface_api, builds
+    require_postgres, ready, surface_api, builds, monkeypatch
 ) -> None:
+    monkeypatch.setattr(recall_snapshot, "WARM_AFTER_SECONDS", 0.0)
     first = _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
     # Built once the write's answer had gone out, holding what the write stored.
     assert builds == [ready.pk]
@@ -92,6 +93,28 @@ def test_a_write_leaves_the_workers_snapshot_current_for_the_next_recall(
         "I drink oolong tea in the morning"
     ]
     assert builds == [ready.pk]  # the recall built nothing
+
+
+def test_a_write_soon_after_a_look_leaves_the_catch_up_to_the_next_recall(
+    require_postgres, ready, surface_api, builds, monkeypatch
+) -> None:
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    snap = _held(ready)
+    assert snap is not None
+    looks: list[int] = []
+    catch_up = recall_snapshot._catch_up
+    monkeypatch.setattr(
+        recall_snapshot, "_catch_up", lambda m, s: looks.append(m.pk) or catch_up(m, s)
+    )
+    second = _write(surface_api, ready, "I cycle to work along the river", "commute")
+    assert looks == [] and not snap.known(_uuid(second))  # looked less than a second ago
+    assert _recall(surface_api, ready, "how do I get to work") == [
+        "I cycle to work along the river"
+    ]
+    assert looks == [ready.pk] and snap.known(_uuid(second)) and builds == [ready.pk]
+    snap.looked -= recall_snapshot.WARM_AFTER_SECONDS  # as if a second had passed
+    third = _write(surface_api, ready, "I keep bees on the roof", "bees")
+    assert looks == [ready.pk, ready.pk] and snap.known(_uuid(third))
 
 
 def test_a_change_outside_a_request_builds_nothing(require_postgres, ready, builds) -> None:
