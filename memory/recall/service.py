@@ -704,9 +704,10 @@ def warm_start() -> int:
     (`iris_site/wsgi.py`): under gunicorn --preload, in the master, so after a restart
     (a deploy) every worker starts holding them and the members in the middle of a
     conversation do not each pay a build at their first recall on each worker. A
-    database that cannot answer (not migrated, not reachable) skips it: recall builds on
-    demand as before. The master's connections are closed, so no worker inherits them."""
-    from django.db import DatabaseError, connections
+    database that cannot answer (not migrated, not reachable, or not to be used here)
+    skips it: recall builds on demand as before. The master's connections are closed, so
+    no worker inherits them."""
+    from django.db import connections
 
     if not recall_snapshot.usable():
         return 0
@@ -721,7 +722,7 @@ def warm_start() -> int:
         by_pk = User.objects.in_bulk(order)
         members = [by_pk[pk] for pk in order if pk in by_pk]
         return recall_snapshot.warm_start(members, ranker_state().active)
-    except DatabaseError as exc:
+    except Exception as exc:  # noqa: BLE001  (an optimisation: never what stops a start)
         logger.warning("recall snapshots not built at start: %s", type(exc).__name__)
         return 0
     finally:

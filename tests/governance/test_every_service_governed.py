@@ -75,6 +75,10 @@ EXEMPT: dict[str, str] = {
     "memory.recall.service.entry_class": "pure: the class of a candidate's texts",
     "memory.recall.service.recent_recalls": "reads one member's recall history",
     "memory.recall.service.warm_up": "loads the embedding model in the process; no row",
+    "memory.recall.service.warm_start": "builds this process's recall snapshots; reads only",
+    "memory.recall.service.warm_after_change": (
+        "queues this worker's snapshot catch-up after the answer; reads only"
+    ),
     "memory.recall.service.encode_ahead": (
         "pure: the vector of a body a governed write is about to store; writes nothing"
     ),
