@@ -14,7 +14,7 @@ it. This one runs it as deployed and as used, for each size and mode:
 2. starts the README's server, `gunicorn iris_site.wsgi --preload --workers 4` with
    DEBUG=0 and Redis (`--redis-url`), the ranker in `IRIS_RECALL_SEMANTIC`, and waits;
 3. writes N memories of the labelled set (`recall_quality.build_memories`) through
-   `POST /api/v1/memories`, 8 threads each with its own session and its own `subject`
+   `POST /api/v1/memories`, 8 threads each with its own connection and its own `subject`
    values; write throughput and p50/p95;
 4. asks a stream of distinct paraphrase questions (`recall_quality.build_queries`) one
    after another through `POST /api/v1/recall`, so each recall bumps the usage of what it
@@ -54,6 +54,7 @@ and the run goes on. Not part of `make test`.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import signal
@@ -68,8 +69,7 @@ from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
-
-import requests
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -77,11 +77,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import recall_quality as labelled  # noqa: E402  the labelled set, its questions and metrics
 from serve import (  # noqa: E402
     WORKERS,
+    cpu_seconds,
+    database_pids,
     drop_database,
     gunicorn,
     percentile,
     production_env,
     recreate_database,
+    server_pids_on,
 )
 
 PY = ROOT / ".venv" / "bin" / "python"
@@ -295,34 +298,36 @@ class Call:
 
 
 class Client:
+    """A surface's HTTP client, kept light (`http.client`, a fresh connection per request
+    as gunicorn's sync workers close theirs): it runs on the server's own cores, and what
+    it spends is reported beside the server's CPU (`write_cpu_client_ms`)."""
+
     def __init__(self, base: str, token: str, member: str, timeout: float) -> None:
-        self.base = base
+        address = urlsplit(base)
+        self.host, self.port = address.hostname or "127.0.0.1", address.port
         self.member = member
         self.timeout = timeout
-        self.session = requests.Session()
-        self.session.headers.update(
-            {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        )
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
     def post(self, path: str, payload: dict[str, Any], tag: str) -> Call:
         start = time.perf_counter()
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
         try:
-            response = self.session.post(
-                self.base + path,
-                data=json.dumps(payload),
-                headers={TAG_HEADER: tag},
-                timeout=self.timeout,
+            conn.request(
+                "POST", path, body=json.dumps(payload), headers={**self.headers, TAG_HEADER: tag}
             )
-        except requests.RequestException:
-            # The session's connection may be the one that broke: start a clean one.
-            self.session.close()
+            response = conn.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException):
             return Call(time.perf_counter() - start, None, None)
+        finally:
+            conn.close()
         seconds = time.perf_counter() - start
         try:
-            body = response.json()
+            body = json.loads(raw)
         except ValueError:
             body = None
-        return Call(seconds, response.status_code, body)
+        return Call(seconds, response.status, body)
 
     def write(self, memory: labelled.Memory, subject: str, tag: str) -> Call:
         return self.post(
@@ -443,7 +448,19 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
 
     server_log = var_dir / f"server-{size}-{mode}.log"
     with server(env, access_log, server_log, args.start_timeout) as base:
+        # CPU spent per write by the app, PostgreSQL and this client: what bounds writes/s
+        # on a small host, and unlike wall-clock throughput barely moved by a neighbour.
+        cpu_pids = {"app": server_pids_on(base), "db": database_pids(args.database_url)}
+        cpu_pids["client"] = [os.getpid()]
+        cpu_before = {k: cpu_seconds(v) for k, v in cpu_pids.items()}
         writes = write_all(base, token, member, memories[:size], args.timeout, "w")
+        cpu_pids["db"] = sorted(set(cpu_pids["db"]) | set(database_pids(args.database_url)))
+        write_cpu_ms = {
+            f"write_cpu_{k}_ms": round(
+                1000 * (cpu_seconds(v) - cpu_before.get(k, 0.0)) / max(len(writes.seconds), 1), 2
+            )
+            for k, v in cpu_pids.items()
+        }
         # This machine's PostgreSQL runs without autovacuum; after a bulk load autovacuum
         # would have analysed the table, so the planner would not be guessing.
         vacuum_analyze(args.database_url)
@@ -546,6 +563,7 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
         "writes_per_second": round(len(writes.seconds) / writes.wall, 1) if writes.wall else None,
         "write_p50_ms": ms(percentile(writes.seconds, 50)),
         "write_p95_ms": ms(percentile(writes.seconds, 95)),
+        **write_cpu_ms,
         **quality(answers, wanted),
         "quarters": [
             quality([answers[i] for i in r], [wanted[i] for i in r]) for r in quarters(len(asked))

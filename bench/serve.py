@@ -74,6 +74,53 @@ def production_env(db_url: str, var_dir: Path, **overrides: str) -> dict[str, st
     return env
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of these processes so far (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def server_pids(master: int) -> list[int]:
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return [master, *map(int, children)]
+
+
+def database_pids(db_url: str) -> list[int]:
+    import psycopg
+
+    name = urlparse(db_url).path.lstrip("/")
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [name],
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def server_pids_on(base: str) -> list[int]:
+    """The gunicorn master and workers serving `base` (each has the bind address in its
+    command line)."""
+    bind = base.removeprefix("http://")
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if bind.encode() in argv and any(b"gunicorn" in a for a in argv[:2]):
+            out.append(int(entry.name))
+    return out
+
+
 def percentile(values: Sequence[float], p: float) -> float | None:
     """Nearest-rank percentile (p in 0-100); None for no values."""
     if not values:

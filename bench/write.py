@@ -30,11 +30,17 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from serve import free_port, production_env, recreate_database  # noqa: E402
+from serve import (  # noqa: E402
+    cpu_seconds,
+    database_pids,
+    free_port,
+    production_env,
+    recreate_database,
+    server_pids,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = ROOT / ".venv" / "bin" / "python"
@@ -47,36 +53,6 @@ def bench_env(db_url: str, var_dir: Path) -> dict[str, str]:
     env = production_env(db_url, var_dir, IRIS_EAGER_TASKS="1")
     env.pop("REDIS_URL", None)
     return env
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of these processes so far (Linux /proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / tick
-
-
-def server_pids(master: int) -> list[int]:
-    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
-    return [master, *map(int, children)]
-
-
-def database_pids(db_url: str) -> list[int]:
-    import psycopg
-
-    name = urlparse(db_url).path.lstrip("/")
-    with psycopg.connect(db_url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            [name],
-        ).fetchall()
-    return [r[0] for r in rows]
 
 
 def analyze(db_url: str) -> None:

@@ -562,17 +562,44 @@ def _audit(
 
 
 def _lock_member(member: User) -> None:
-    """Serialise one member's memory writers, so that two writes of the same fact cannot
-    both see "nothing stored yet" (PostgreSQL row lock; SQLite serialises writers)."""
+    """Take the member whole: one at a time among the services that change many of a
+    member's rows or check them against each other, and after every memory write in flight
+    (`_share_member`). PostgreSQL row lock; SQLite serialises writers."""
+    _lock_member_row(member, _LOCK_MEMBER_SQL)
+
+
+_LOCK_MEMBER_SQL = f"SELECT id FROM {User._meta.db_table} WHERE id = %s FOR UPDATE"  # noqa: S608
+
+
+def _share_member(member: User) -> None:
+    """Let one member's memory writes go on side by side, while whatever takes the member
+    whole (forget, move, correct: `_lock_member`) still waits for the writes in flight,
+    and they for it (PostgreSQL FOR SHARE against FOR UPDATE). Writes of one fact then take
+    turns with `_lock_fact`."""
+    _lock_member_row(member, _SHARE_MEMBER_SQL)
+
+
+def _lock_member_row(member: User, sql: str) -> None:
     if not transaction.get_connection().features.has_select_for_update:
         return
     with plainsql.cursor() as cursor:
-        cursor.execute(_LOCK_MEMBER_SQL, [member.pk])
+        cursor.execute(sql, [member.pk])
         if cursor.fetchone() is None:
             raise NotFound("No such member.")
 
 
-_LOCK_MEMBER_SQL = f"SELECT id FROM {User._meta.db_table} WHERE id = %s FOR UPDATE"  # noqa: S608
+def _lock_fact(member: User, key: str) -> None:
+    """Serialise the writers of one fact (a conflict key) of one member, so that two of
+    them cannot both see "nothing stored yet" (a transaction-level advisory lock; its
+    two-number form keeps it apart from the one-number locks, e.g. the audit sealer's)."""
+    if not transaction.get_connection().features.has_select_for_update:
+        return
+    with plainsql.cursor() as cursor:
+        cursor.execute(_LOCK_FACT_SQL, [f"{member.tenant_id}:{member.pk}:{key}"])
+
+
+_SHARE_MEMBER_SQL = f"SELECT id FROM {User._meta.db_table} WHERE id = %s FOR SHARE"  # noqa: S608
+_LOCK_FACT_SQL = "SELECT pg_advisory_xact_lock(hashtext('iris-memory-write'), hashtext(%s))"
 
 
 _CONTENT_FIELDS = (

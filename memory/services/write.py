@@ -54,10 +54,11 @@ from memory.services.common import (
     _govern,
     _insert_revision,
     _lifecycle_after,
-    _lock_member,
+    _lock_fact,
     _readable_adapter_scopes,
     _resolve_mention,
     _screened_text,
+    _share_member,
     _snapshot,
     _validate,
     _with_promotion,
@@ -146,8 +147,10 @@ def memory_write(
         record_pending(decided)
         if gate.scope_mode == ScopeMode.EPHEMERAL:
             return WriteOutcome("not-written", "scope-ephemeral", notes=gate.scope_notes)
-        _lock_member(member)
+        _share_member(member)
         handle = _resolve_mention(member, w.mention)
+        # Inference counts are kept per conflict key across scopes, so the key is the lock's.
+        _lock_fact(member, conflict_key(w.category, handle, w.subject))
         fields = {
             "tenant_id": member.tenant_id,
             "member_id": member.pk,

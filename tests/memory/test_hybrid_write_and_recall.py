@@ -39,7 +39,7 @@ def test_a_write_encodes_its_body_before_taking_the_members_lock(
 
     grant_storage(member)
     order: list[str] = []
-    encode_ahead, lock_member = service.encode_ahead, write._lock_member
+    encode_ahead, share_member = service.encode_ahead, write._share_member
 
     def encoding(body: str) -> bytes | None:
         order.append("encode")
@@ -47,10 +47,10 @@ def test_a_write_encodes_its_body_before_taking_the_members_lock(
 
     def locking(m):  # type: ignore[no-untyped-def]
         order.append("lock")
-        lock_member(m)
+        share_member(m)
 
     monkeypatch.setattr(service, "encode_ahead", encoding)
-    monkeypatch.setattr(write, "_lock_member", locking)
+    monkeypatch.setattr(write, "_share_member", locking)
     entry = memory_write(
         principal=as_member(member), member=member, draft=draft(member, "I moved to Braga")
     ).entry
