@@ -71,6 +71,8 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
+import requests
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -78,13 +80,14 @@ import recall_quality as labelled  # noqa: E402  the labelled set, its questions
 from serve import (  # noqa: E402
     WORKERS,
     cpu_seconds,
-    database_pids,
     drop_database,
     gunicorn,
+    gunicorn_master,
     percentile,
+    postmaster_pid,
     production_env,
     recreate_database,
-    server_pids_on,
+    tree_cpu_seconds,
 )
 
 PY = ROOT / ".venv" / "bin" / "python"
@@ -298,36 +301,54 @@ class Call:
 
 
 class Client:
-    """A surface's HTTP client, kept light (`http.client`, a fresh connection per request
-    as gunicorn's sync workers close theirs): it runs on the server's own cores, and what
-    it spends is reported beside the server's CPU (`write_cpu_client_ms`)."""
+    """A surface's HTTP client: `requests` (what the issue measured with and what most
+    surfaces use), or with `--client light` the standard library's `http.client`, a fresh
+    connection per request as gunicorn's sync workers close theirs. Either runs on the
+    server's own cores; what it spends is reported beside the server's CPU
+    (`write_cpu_client_ms`), and it is part of every latency, the floor's included."""
 
-    def __init__(self, base: str, token: str, member: str, timeout: float) -> None:
-        address = urlsplit(base)
-        self.host, self.port = address.hostname or "127.0.0.1", address.port
+    def __init__(self, base: str, token: str, member: str, timeout: float, kind: str) -> None:
+        self.base = base
         self.member = member
         self.timeout = timeout
         self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        self.session = requests.Session() if kind == "requests" else None
+        if self.session is not None:
+            self.session.headers.update(self.headers)
 
     def post(self, path: str, payload: dict[str, Any], tag: str) -> Call:
         start = time.perf_counter()
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        sent = self._send if self.session is not None else self._send_light
         try:
-            conn.request(
-                "POST", path, body=json.dumps(payload), headers={**self.headers, TAG_HEADER: tag}
-            )
-            response = conn.getresponse()
-            raw = response.read()
-        except (OSError, http.client.HTTPException):
+            status, raw = sent(path, json.dumps(payload), tag)
+        except (OSError, http.client.HTTPException, requests.RequestException):
+            if self.session is not None:
+                # The session's connection may be the one that broke: start a clean one.
+                self.session.close()
             return Call(time.perf_counter() - start, None, None)
-        finally:
-            conn.close()
         seconds = time.perf_counter() - start
         try:
             body = json.loads(raw)
         except ValueError:
             body = None
-        return Call(seconds, response.status, body)
+        return Call(seconds, status, body)
+
+    def _send(self, path: str, data: str, tag: str) -> tuple[int, bytes]:
+        assert self.session is not None
+        response = self.session.post(
+            self.base + path, data=data, headers={TAG_HEADER: tag}, timeout=self.timeout
+        )
+        return response.status_code, response.content
+
+    def _send_light(self, path: str, data: str, tag: str) -> tuple[int, bytes]:
+        address = urlsplit(self.base)
+        conn = http.client.HTTPConnection(address.hostname, address.port, timeout=self.timeout)
+        try:
+            conn.request("POST", path, body=data, headers={**self.headers, TAG_HEADER: tag})
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
 
     def write(self, memory: labelled.Memory, subject: str, tag: str) -> Call:
         return self.post(
@@ -390,6 +411,7 @@ def write_all(
     memories: Sequence[labelled.Memory],
     timeout: float,
     label: str,
+    kind: str,
 ) -> Writes:
     """Write these memories with `WRITERS` threads, memory i on thread i mod WRITERS; every
     subject is its writer's own, so no two writes meet in the conflict ladder."""
@@ -397,7 +419,7 @@ def write_all(
     lock = threading.Lock()
 
     def work(writer: int) -> None:
-        client = Client(base, token, member, timeout)
+        client = Client(base, token, member, timeout, kind)
         for memory in memories[writer::WRITERS]:
             call = client.write(memory, f"live-w{writer}-{memory.index}", f"{label}{memory.index}")
             entry_id = written_id(call)
@@ -450,22 +472,24 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
     with server(env, access_log, server_log, args.start_timeout) as base:
         # CPU spent per write by the app, PostgreSQL and this client: what bounds writes/s
         # on a small host, and unlike wall-clock throughput barely moved by a neighbour.
-        cpu_pids = {"app": server_pids_on(base), "db": database_pids(args.database_url)}
-        cpu_pids["client"] = [os.getpid()]
-        cpu_before = {k: cpu_seconds(v) for k, v in cpu_pids.items()}
-        writes = write_all(base, token, member, memories[:size], args.timeout, "w")
-        cpu_pids["db"] = sorted(set(cpu_pids["db"]) | set(database_pids(args.database_url)))
+        cpu_of = {
+            "app": partial(tree_cpu_seconds, gunicorn_master(base)),
+            "db": partial(tree_cpu_seconds, postmaster_pid(args.database_url)),
+            "client": partial(cpu_seconds, [os.getpid()]),
+        }
+        cpu_before = {k: f() for k, f in cpu_of.items()}
+        writes = write_all(base, token, member, memories[:size], args.timeout, "w", args.client)
         write_cpu_ms = {
             f"write_cpu_{k}_ms": round(
-                1000 * (cpu_seconds(v) - cpu_before.get(k, 0.0)) / max(len(writes.seconds), 1), 2
+                1000 * (f() - cpu_before[k]) / max(len(writes.seconds), 1), 2
             )
-            for k, v in cpu_pids.items()
+            for k, f in cpu_of.items()
         }
         # This machine's PostgreSQL runs without autovacuum; after a bulk load autovacuum
         # would have analysed the table, so the planner would not be guessing.
         vacuum_analyze(args.database_url)
 
-        client = Client(base, token, member, args.timeout)
+        client = Client(base, token, member, args.timeout, args.client)
         ids = dict(writes.ids)
         recall_s: dict[str, float] = {}
         floor_s: list[float] = []
@@ -509,7 +533,7 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
         burst_answers: list[list[str] | None] = []
         for b, question in enumerate(after_burst):
             burst = [next(fresh) for _ in range(args.burst_size)]
-            done = write_all(base, token, member, burst, args.timeout, f"b{b}-")
+            done = write_all(base, token, member, burst, args.timeout, f"b{b}-", args.client)
             for key, n in done.errors.items():
                 errors[f"burst-write:{key}"] = errors.get(f"burst-write:{key}", 0) + n
             call = client.recall(question.text, f"a{b}")
@@ -532,7 +556,7 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
     started = time.perf_counter()
     with server(env, restart_log, server_log, args.start_timeout) as base:
         restart_ready = time.perf_counter() - started
-        client = Client(base, token, member, args.timeout)
+        client = Client(base, token, member, args.timeout, args.client)
         for i, question in enumerate(asked[: args.restart_questions]):
             tag = f"s{i}"
             restart_order.append(tag)
@@ -555,6 +579,7 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
     record: dict[str, Any] = {
         "bench": "recall_live",
         "ranker": args.ranker,
+        "client": args.client,
         "size": size,
         "mode": mode,
         "questions": len(asked),
@@ -666,6 +691,12 @@ def main() -> None:
         "--restart-questions", type=int, default=16, help="recalls after restarting the server"
     )
     parser.add_argument("--keep-database", action="store_true")
+    parser.add_argument(
+        "--client",
+        choices=["requests", "light"],
+        default="requests",
+        help="the HTTP client: requests (default) or http.client, lighter on the shared CPU",
+    )
     parser.add_argument(
         "--no-control", action="store_true", help="skip the in-process equal-usage control"
     )

@@ -74,41 +74,51 @@ def production_env(db_url: str, var_dir: Path, **overrides: str) -> dict[str, st
     return env
 
 
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU of these processes so far (Linux /proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
     total = 0
     for pid in pids:
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = _stat(pid)
         except OSError:
             continue
         total += int(fields[11]) + int(fields[12])
-    return total / tick
+    return total / os.sysconf("SC_CLK_TCK")
 
 
-def server_pids(master: int) -> list[int]:
-    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
-    return [master, *map(int, children)]
+def tree_cpu_seconds(root: int) -> float:
+    """CPU so far of a server: its main process, its live children and the children it
+    has reaped (a database backend that closed, a recycled worker), each with its own."""
+    total = 0
+    children = Path(f"/proc/{root}/task/{root}/children").read_text().split()
+    for pid in [root, *map(int, children)]:
+        try:
+            fields = _stat(pid)
+        except OSError:
+            continue
+        total += sum(int(f) for f in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
-def database_pids(db_url: str) -> list[int]:
+def postmaster_pid(db_url: str) -> int:
+    """The PostgreSQL server's main process (the parent of every backend)."""
     import psycopg
 
-    name = urlparse(db_url).path.lstrip("/")
     with psycopg.connect(db_url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            [name],
-        ).fetchall()
-    return [r[0] for r in rows]
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    return int(_stat(int(row[0]))[1])
 
 
-def server_pids_on(base: str) -> list[int]:
-    """The gunicorn master and workers serving `base` (each has the bind address in its
-    command line)."""
-    bind = base.removeprefix("http://")
-    out = []
+def gunicorn_master(base: str) -> int:
+    """The gunicorn master serving `base` (every process of it has the bind address in
+    its command line; the master's parent is not one of them)."""
+    bind = base.removeprefix("http://").encode()
+    pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -116,9 +126,10 @@ def server_pids_on(base: str) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if bind.encode() in argv and any(b"gunicorn" in a for a in argv[:2]):
-            out.append(int(entry.name))
-    return out
+        if bind in argv and any(b"gunicorn" in a for a in argv[:2]):
+            pids.append(int(entry.name))
+    [master] = [p for p in pids if int(_stat(p)[1]) not in pids]
+    return master
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:

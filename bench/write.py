@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from serve import (  # noqa: E402
     cpu_seconds,
-    database_pids,
     free_port,
+    postmaster_pid,
     production_env,
     recreate_database,
-    server_pids,
+    tree_cpu_seconds,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,8 +264,8 @@ def main() -> None:
         ]
         # CPU actually spent per write, by the app and by PostgreSQL: a figure that, unlike
         # wall-clock throughput, a busy neighbour on this shared machine barely moves.
-        app_pids, db_pids = server_pids(server.pid), database_pids(args.db)
-        app_cpu, db_cpu = cpu_seconds(app_pids), cpu_seconds(db_pids)
+        postmaster = postmaster_pid(args.db)
+        app_cpu, db_cpu = tree_cpu_seconds(server.pid), tree_cpu_seconds(postmaster)
         client_cpu = cpu_seconds([os.getpid()])
         load = os.getloadavg()[0]
         started = time.perf_counter()
@@ -274,7 +274,8 @@ def main() -> None:
         for t in threads:
             t.join()
         elapsed = time.perf_counter() - started
-        app_cpu, db_cpu = cpu_seconds(app_pids) - app_cpu, cpu_seconds(db_pids) - db_cpu
+        app_cpu = tree_cpu_seconds(server.pid) - app_cpu
+        db_cpu = tree_cpu_seconds(postmaster) - db_cpu
         client_cpu = cpu_seconds([os.getpid()]) - client_cpu
     finally:
         server.terminate()
