@@ -78,30 +78,28 @@ def _stat(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of these processes so far (Linux /proc)."""
+def _cpu_ticks(pids: list[int], fields: slice) -> int:
     total = 0
     for pid in pids:
         try:
-            fields = _stat(pid)
-        except OSError:
+            stat = _stat(pid)
+        except OSError:  # gone since it was listed
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        total += sum(int(f) for f in stat[fields])
+    return total
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of these processes so far (Linux /proc)."""
+    return _cpu_ticks(pids, slice(11, 13)) / os.sysconf("SC_CLK_TCK")
 
 
 def tree_cpu_seconds(root: int) -> float:
     """CPU so far of a server: its main process, its live children and the children it
     has reaped (a database backend that closed, a recycled worker), each with its own."""
-    total = 0
     children = Path(f"/proc/{root}/task/{root}/children").read_text().split()
-    for pid in [root, *map(int, children)]:
-        try:
-            fields = _stat(pid)
-        except OSError:
-            continue
-        total += sum(int(f) for f in fields[11:15])
-    return total / os.sysconf("SC_CLK_TCK")
+    pids = [root, *map(int, children)]
+    return _cpu_ticks(pids, slice(11, 15)) / os.sysconf("SC_CLK_TCK")
 
 
 def postmaster_pid(db_url: str) -> int:

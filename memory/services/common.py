@@ -568,9 +568,6 @@ def _lock_member(member: User) -> None:
     _lock_member_row(member, _LOCK_MEMBER_SQL)
 
 
-_LOCK_MEMBER_SQL = f"SELECT id FROM {User._meta.db_table} WHERE id = %s FOR UPDATE"  # noqa: S608
-
-
 def _share_member(member: User) -> None:
     """Let one member's memory writes go on side by side, while whatever takes the member
     whole (forget, move, correct: `_lock_member`) still waits for the writes in flight,
@@ -598,6 +595,7 @@ def _lock_fact(member: User, key: str) -> None:
         cursor.execute(_LOCK_FACT_SQL, [f"{member.tenant_id}:{member.pk}:{key}"])
 
 
+_LOCK_MEMBER_SQL = f"SELECT id FROM {User._meta.db_table} WHERE id = %s FOR UPDATE"  # noqa: S608
 _SHARE_MEMBER_SQL = f"SELECT id FROM {User._meta.db_table} WHERE id = %s FOR SHARE"  # noqa: S608
 _LOCK_FACT_SQL = "SELECT pg_advisory_xact_lock(hashtext('iris-memory-write'), hashtext(%s))"
 

@@ -10,10 +10,12 @@ from contextlib import contextmanager
 import pytest
 from django.db import OperationalError, connection, transaction
 
+from governance.models import User
 from memory.models import MemoryEntry, PendingConflict
 from memory.rules.conflicts import conflict_key
 from memory.services import memory_write
 from memory.services.common import _lock_fact, _lock_member, _share_member
+from memory.services.types import WriteOutcome
 from tests.factories import as_member, draft, grant_storage
 from tests.helpers_db import run_together
 
@@ -61,13 +63,13 @@ def lock_timeout() -> Iterator[None]:
             cursor.execute("SET lock_timeout = 0")
 
 
-def _write(member, body: str, subject: str):  # type: ignore[no-untyped-def]
+def _write(member: User, body: str, subject: str) -> WriteOutcome:
     return memory_write(
         principal=as_member(member), member=member, draft=draft(member, body, subject=subject)
     )
 
 
-def _current(member, subject: str) -> list[MemoryEntry]:
+def _current(member: User, subject: str) -> list[MemoryEntry]:
     return list(MemoryEntry.objects.filter(member=member, subject=subject, is_current=True))
 
 
@@ -76,7 +78,8 @@ def test_two_values_of_one_fact_at_once_leave_one_current_row(
     require_postgres, member, rounds: int
 ) -> None:
     grant_storage(member)
-    bodies, outcomes = ["I live in Porto", "I live in Braga"], []
+    bodies = ["I live in Porto", "I live in Braga"]
+    outcomes: list[WriteOutcome] = []
 
     def worker() -> None:
         outcomes.append(_write(member, bodies.pop(), "home"))
@@ -86,10 +89,11 @@ def test_two_values_of_one_fact_at_once_leave_one_current_row(
     # The second to take the fact meets the first, and the conflict ladder settles it (a
     # new revision, the stored one kept, or a question for the member, by which came
     # first and when): never two entries of one fact.
-    [created, other] = sorted(outcomes, key=lambda o: o.reason != "created")  # type: ignore[attr-defined]
+    [created, other] = sorted(outcomes, key=lambda o: o.reason != "created")
     assert created.reason == "created"
     [current] = _current(member, "home")
     rows = MemoryEntry.objects.filter(member=member, subject="home")
+    assert created.entry is not None
     assert {r.entry_id for r in rows} == {created.entry.entry_id}
     if other.status == "written":
         assert current.revision == 2
