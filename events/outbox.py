@@ -1,9 +1,10 @@
 """The outbox: events derived from audit events in the same transaction, then published
 (given their tenant's next cursor) after commit, in commit order.
 
-Writing: `governance.audit` hands every batch of audit events it inserts to `_on_audit`,
-inside the caller's transaction; the events of the catalogue become `Event` rows in one
-INSERT. A rolled-back change takes its audit rows and its events with it.
+Writing: `governance.audit` hands every batch of audit events to `_on_audit` before it
+inserts them, inside the caller's transaction; the events of the catalogue become `Event`
+rows, written by the audit events' own INSERT (one statement, one round trip, on
+PostgreSQL). A rolled-back change takes its audit rows and its events with it.
 
 Publishing: `publish_pending` runs after commit (when the tenant has endpoints) and on the
 beat schedule. Under one lock it gives every committed, unpublished event its tenant's next
@@ -28,7 +29,6 @@ from django.utils import timezone
 
 from events.catalogue import SOURCES, derive
 from events.models import Delivery, Event, WebhookEndpoint
-from governance import plainsql
 from governance.after_commit import after_commit
 from governance.audit import add_listener
 from governance.models import AuditEvent
@@ -57,7 +57,8 @@ def _member_id(subject_ids: list[str]) -> uuid.UUID | None:
         return None
 
 
-def _on_audit(audit_events: list[AuditEvent]) -> None:
+def _on_audit(audit_events: list[AuditEvent]) -> list[Event]:
+    """The outbox rows of a batch of audit events, written by the audit events' INSERT."""
     rows: list[Event] = []
     for audit in audit_events:
         if audit.tenant_id is None or audit.action not in SOURCES:
@@ -77,11 +78,9 @@ def _on_audit(audit_events: list[AuditEvent]) -> None:
                 data=derived.data,
             )
         )
-    if not rows:
-        return
-    plainsql.insert(Event, rows)
-    if any(_has_endpoints(t) for t in {r.tenant_id for r in rows}):
+    if rows and any(_has_endpoints(t) for t in {r.tenant_id for r in rows}):
         after_commit(_dispatch_soon, once=True)
+    return rows
 
 
 def _dispatch_soon() -> None:

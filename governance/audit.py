@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
@@ -183,19 +183,20 @@ def _write(events: list[AuditEvent]) -> None:
     if queued is not None and len(connection.savepoint_ids) == _batch.depth:
         queued.extend(events)
         return
-    plainsql.insert(AuditEvent, events)
-    for listener in _listeners:
-        listener(events)
+    along = [row for listener in _listeners for row in listener(events)]
+    plainsql.insert(AuditEvent, events, along=along)
     _request_seal_after_commit()
 
 
-# Called with each batch of events as it is inserted, inside the same transaction (so what
-# a listener writes commits or rolls back with them). Apps register here: governance knows
-# none of them. `events.outbox` derives the events other systems receive.
-_listeners: list[Callable[[list[AuditEvent]], None]] = []
+# Called with each batch of events before it is inserted; the rows a listener returns are
+# written by the events' own statement, so they commit or roll back with them. Apps
+# register here: governance knows none of them. `events.outbox` derives the events other
+# systems receive.
+Listener = Callable[[list[AuditEvent]], Sequence[models.Model]]
+_listeners: list[Listener] = []
 
 
-def add_listener(listener: Callable[[list[AuditEvent]], None]) -> None:
+def add_listener(listener: Listener) -> None:
     if listener not in _listeners:
         _listeners.append(listener)
 

@@ -140,22 +140,39 @@ def _joined_statement(
     )
 
 
-def insert(model: type[models.Model], objs: Sequence[models.Model]) -> None:
+def insert(
+    model: type[models.Model],
+    objs: Sequence[models.Model],
+    *,
+    along: Sequence[models.Model] = (),
+) -> None:
     """INSERT `objs` in one statement, every concrete field but an auto primary key.
 
     Values go through each field's own preparation (JSON, UUIDs), as `save` would, and an
     auto primary key is read back; no signals are sent, so use it for append-only rows.
+    `along` are rows of other tables written by the same statement on PostgreSQL (each
+    table a data-modifying WITH; one round trip), one after another elsewhere. Their auto
+    primary keys are not read back, and no row of `along` may refer to one of `objs` by a
+    foreign key, since the parts of one statement do not see each other's rows.
     """
     if not objs:
         return
-    fields = _insert_fields(model)
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    sql = _insert_statement(model) + ", ".join([row] * len(objs))
-    params = [
-        f.get_db_prep_save(f.pre_save(obj, add=True), connection) for obj in objs for f in fields
-    ]
+    if along and connection.vendor != "postgresql":
+        insert(model, objs)
+        for other, rows in _by_model(along):
+            insert(other, rows)
+        return
+    prefix: list[str] = []
+    params: list[Any] = []
+    for i, (other, rows) in enumerate(_by_model(along)):
+        prefix.append(f"a{i} AS ({_values(other, len(rows))})")
+        params.extend(_params(other, rows))
+    sql = _values(model, len(objs))
+    if prefix:
+        sql = f"WITH {', '.join(prefix)} {sql}"
+    params.extend(_params(model, objs))
     pk = model._meta.pk
-    auto = len(fields) < len(model._meta.concrete_fields)
+    auto = len(_insert_fields(model)) < len(model._meta.concrete_fields)
     if auto:
         sql += f" RETURNING {connection.ops.quote_name(_column(pk))}"
     with cursor() as cur:
@@ -164,9 +181,28 @@ def insert(model: type[models.Model], objs: Sequence[models.Model]) -> None:
     # Both PostgreSQL and SQLite return the rows of a multi-row VALUES in order.
     for obj, key in zip(objs, keys, strict=False):
         setattr(obj, pk.attname, key)
-    for obj in objs:
+    for obj in [*objs, *along]:
         obj._state.adding = False
         obj._state.db = connection.alias
+
+
+def _by_model(rows: Sequence[models.Model]) -> list[tuple[type[models.Model], list[models.Model]]]:
+    groups: dict[type[models.Model], list[models.Model]] = {}
+    for row in rows:
+        groups.setdefault(type(row), []).append(row)
+    return list(groups.items())
+
+
+def _values(model: type[models.Model], count: int) -> str:
+    row = "(" + ", ".join(["%s"] * len(_insert_fields(model))) + ")"
+    return _insert_statement(model) + ", ".join([row] * count)
+
+
+def _params(model: type[models.Model], objs: Sequence[models.Model]) -> list[Any]:
+    fields = _insert_fields(model)
+    return [
+        f.get_db_prep_save(f.pre_save(obj, add=True), connection) for obj in objs for f in fields
+    ]
 
 
 @cache

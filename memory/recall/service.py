@@ -741,51 +741,34 @@ def encode_ahead(body: str) -> bytes | None:
     """The stored form of `body`'s embedding, computed before a writer takes the member's
     lock; None when the hybrid ranker is not the active one.
 
-    The write path computes it here and hands it to `store_embeddings` inside its
+    The write path computes it here and hands it to `fresh_embeddings` inside its
     transaction: the encoder is most of a write's CPU (about 9 of 12 ms), and under the
     member's lock one member's writers took turns at it, so eight clients writing one
     member got no more than one core's worth (70 writes/s; docs/decisions/recall.md,
-    "Writes with the model on"). The bits are `store_embeddings`' own (one text,
+    "Writes with the model on"). The bits are `fresh_embeddings`' own (one text,
     unpadded), so recall ranks a revision the same whichever computed its vector."""
     if ranker_state().active != "hybrid":
         return None
     return embedding.to_bytes(embedding.default_encoder().encode_one(body, cache=False))
 
 
-def store_embeddings(
+def fresh_embeddings(
     entries: Iterable[MemoryEntry],
     *,
     now: datetime | None = None,
-    fresh: bool = False,
     encoded: Mapping[str, bytes] | None = None,
-) -> int:
-    """Store the embedding of each revision when the hybrid ranker is configured and the
-    model is installed; otherwise do nothing. Returns how many vectors were written.
-
-    Safe to call twice: an existing vector is kept (a revision's body never changes).
-    `fresh` says the revisions were inserted by the caller's transaction, so none has a
-    vector yet: the write path skips the look-up and the conflict clause. `encoded` holds
-    vectors already computed by `encode_ahead`, by body.
-    """
-    if ranker_state().active != "hybrid":
-        return 0
+) -> list[MemoryEmbedding]:
+    """The embedding rows of revisions the caller is inserting (so none has a vector yet),
+    for the caller to write with them; none unless the hybrid ranker is on. `encoded`
+    holds vectors already computed by `encode_ahead`, by body."""
     rows = [e for e in entries if e.body]
-    if not rows:
-        return 0
-    if not fresh:
-        have = set(
-            MemoryEmbedding.objects.filter(
-                revision_id__in=[e.revision_id for e in rows]
-            ).values_list("revision_id", flat=True)
-        )
-        rows = [e for e in rows if e.revision_id not in have]
-        if not rows:
-            return 0
+    if not rows or ranker_state().active != "hybrid":
+        return []
     encoder = embedding.default_encoder()
     # One text at a time, unpadded: the stored bits then equal what the ranker computes for
     # a revision without a stored vector, so fast and exhaustive recall agree.
     stamp = now or timezone.now()
-    vectors = [
+    return [
         MemoryEmbedding(
             revision_id=e.revision_id,
             tenant_id=e.tenant_id,
@@ -796,8 +779,3 @@ def store_embeddings(
         )
         for e in rows
     ]
-    if fresh:
-        plainsql.insert(MemoryEmbedding, vectors)
-    else:
-        MemoryEmbedding.objects.bulk_create(vectors, ignore_conflicts=True)
-    return len(rows)

@@ -668,12 +668,13 @@ def _insert_revision(
         updated_at=now,
         **values,
     )
-    # Every write inserts one: plain SQL (see governance.plainsql), no signals are used.
-    plainsql.insert(MemoryEntry, [entry])
-    # With the hybrid ranker on, each revision's vector is computed at write time.
-    from memory.recall.service import store_embeddings, warm_after_change
+    # With the hybrid ranker on, each revision's vector is computed at write time and
+    # written by the revision's own INSERT (plain SQL, see governance.plainsql: every
+    # write inserts one, and no signals are used).
+    from memory.recall.service import fresh_embeddings, warm_after_change
 
-    store_embeddings([entry], now=now, fresh=True, encoded=encoded)
+    vectors = fresh_embeddings([entry], now=now, encoded=encoded)
+    plainsql.insert(MemoryEntry, [entry], along=vectors)
     warm_after_change(entry)
     return entry
 

@@ -61,6 +61,35 @@ def test_a_rolled_back_change_emits_nothing(ready) -> None:
     assert Event.objects.count() == before
 
 
+def test_the_event_rows_ride_on_the_audit_events_insert(ready, django_assert_num_queries) -> None:
+    # On PostgreSQL one statement writes the audit events and the outbox rows derived from
+    # them; elsewhere each table has its own INSERT.
+    from django.db import connection
+
+    from governance.actions import AuditAction
+    from governance.audit import Actor, audit_record_many
+
+    actor = Actor.system()
+    records = [
+        {
+            "actor": actor,
+            "action": AuditAction.DSAR_REQUEST_SUBMITTED,
+            "tenant_id": ready.tenant_id,
+            "subject_ids": [str(ready.public_id)],
+            "payload": {"requestId": f"r-{i}", "kind": "access"},
+        }
+        for i in range(2)
+    ]
+    statements = 1 if connection.vendor == "postgresql" else 2
+    with transaction.atomic():
+        with django_assert_num_queries(statements):
+            events = audit_record_many(records)
+        assert all(e.seq for e in events)  # the audit events' keys are read back
+    rows = _events(ready.tenant_id, "data_rights.submitted")
+    assert sorted(r.data["requestId"] for r in rows) == ["r-0", "r-1"]
+    assert {r.audit_event_id for r in rows} == {e.id for e in events}
+
+
 def test_cursors_count_up_per_tenant_in_publish_order(ready, foreign_member) -> None:
     grant(foreign_member, "data_processing")
     written(ready, "I like green tea")

@@ -82,9 +82,9 @@ EXEMPT: dict[str, str] = {
     "memory.recall.service.encode_ahead": (
         "pure: the vector of a body a governed write is about to store; writes nothing"
     ),
-    "memory.recall.service.store_embeddings": (
-        "writes the derived vector of revisions that a governed memory write has just "
-        "inserted, inside that write's transaction; it decides nothing of its own"
+    "memory.recall.service.fresh_embeddings": (
+        "builds the derived vector rows of revisions that a governed memory write is "
+        "inserting, which that write stores; it writes and decides nothing of its own"
     ),
     "memory.jobs.retention_pending": "counts what retention has left to do",
     "memory.jobs.purge_pending": "counts what the purge has left to do",
