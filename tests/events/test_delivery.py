@@ -100,7 +100,9 @@ def test_a_failed_attempt_is_retried_after_its_backoff(ready, receiver, webhook_
     # Each attempt passed the kernel before it left and after it ended.
     hooks = [
         e.payload["hook"]
-        for e in AuditEvent.objects.filter(action=AuditAction.GOVERNANCE_DECISION_ALLOW)
+        for e in AuditEvent.objects.filter(action=AuditAction.GOVERNANCE_DECISION_ALLOW).order_by(
+            "seq"
+        )
         if e.payload.get("operation") == "events.webhook_post"
     ]
     assert hooks == ["pre_egress", "post_egress", "pre_egress", "post_egress"]

@@ -100,9 +100,44 @@ def test_locating_the_model_does_not_import_its_package() -> None:
     assert (embedding.MODEL_PACKAGE in sys.modules) is was_loaded
 
 
-def test_backend_is_onnx_when_installed_and_env_can_force_one(monkeypatch) -> None:
+@pytest.mark.parametrize(
+    ("onnx", "int8_dot", "chosen"),
+    [
+        (True, True, "onnx-int8"),
+        (True, False, "onnx"),
+        (False, True, "numpy"),
+        (False, False, "numpy"),
+    ],
+)
+def test_the_default_backend_follows_the_install_and_the_cpu(
+    monkeypatch, onnx: bool, int8_dot: bool, chosen: str
+) -> None:
     monkeypatch.delenv(embedding.BACKEND_ENV, raising=False)
-    assert embedding.choose_backend() == ("onnx" if embedding.onnx_available() else "numpy")
+    monkeypatch.setattr(embedding, "onnx_available", lambda: onnx)
+    monkeypatch.setattr(embedding, "cpu_has_int8_dot", lambda: int8_dot)
+    assert embedding.choose_backend() == chosen
+
+
+@pytest.mark.parametrize(
+    ("flags", "found"),
+    [
+        ("fpu avx2 fma avx512f avx512_vnni", True),
+        ("fpu avx2 avx_vnni", True),
+        ("fpu avx2 fma avx512f avx512bw", False),
+        ("", False),
+    ],
+)
+def test_int8_dot_products_are_read_off_the_cpu_flags(tmp_path, flags: str, found: bool) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {flags}\n\n")
+    assert embedding.cpu_has_int8_dot(str(info)) is found
+
+
+def test_no_cpu_information_means_float32(tmp_path) -> None:
+    assert embedding.cpu_has_int8_dot(str(tmp_path / "absent")) is False
+
+
+def test_the_environment_can_force_a_backend(monkeypatch) -> None:
     monkeypatch.setenv(embedding.BACKEND_ENV, "numpy")
     assert embedding.choose_backend() == "numpy"
     if embedding.onnx_available():

