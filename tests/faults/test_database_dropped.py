@@ -34,7 +34,8 @@ def backend_terminated_after(table: str) -> Iterator[dict[str, Any]]:
             with psycopg.connect(database_url(), autocommit=True) as admin:
                 admin.execute("SELECT pg_terminate_backend(%s)", [pid])
         result = execute(sql, params, many, context)
-        if sql.replace('"', "").lstrip().upper().startswith(f"INSERT INTO {table.upper()} "):
+        # The INSERT may lead the statement or sit in its WITH (rows written along with it).
+        if f"INSERT INTO {table.upper()} " in sql.replace('"', "").upper():
             seen["inserted"] = True
         return result
 
