@@ -152,8 +152,9 @@ def insert(
     auto primary key is read back; no signals are sent, so use it for append-only rows.
     `along` are rows of other tables written by the same statement on PostgreSQL (each
     table a data-modifying WITH; one round trip), one after another elsewhere. Their auto
-    primary keys are not read back, and no row of `along` may refer to one of `objs` by a
-    foreign key, since the parts of one statement do not see each other's rows.
+    primary keys are not read back. A foreign key from an `along` row to one of `objs`
+    holds (PostgreSQL checks it when the statement ends, as a revision's vector shows),
+    but no part of the statement reads what another part writes.
     """
     if not objs:
         return
