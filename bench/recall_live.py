@@ -554,7 +554,8 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
     restart_order: list[str] = []
     restart_s: dict[str, float] = {}
     started = time.perf_counter()
-    with server(env, restart_log, server_log, args.start_timeout) as base:
+    restart_server_log = var_dir / f"server-{size}-{mode}-restart.log"
+    with server(env, restart_log, restart_server_log, args.start_timeout) as base:
         restart_ready = time.perf_counter() - started
         client = Client(base, token, member, args.timeout, args.client)
         for i, question in enumerate(asked[: args.restart_questions]):
