@@ -53,6 +53,12 @@ def worker_ready() -> None:
         cache.get("iris:worker-ready")
     except Exception as exc:  # noqa: BLE001  (whatever the cache raises, the request reports)
         logger.warning("worker start: cache not reached: %s", type(exc).__name__)
+    try:
+        from memory.recall.service import warm_worker
+
+        warm_worker()
+    except Exception as exc:  # noqa: BLE001  (recall itself reports a model that fails)
+        logger.warning("worker start: query encoder not warmed: %s", type(exc).__name__)
     if connection.vendor != "postgresql":
         return
     try:

@@ -71,3 +71,47 @@ def test_worker_ready_leaves_an_unreachable_database_to_the_first_request(
     assert [r.getMessage() for r in caplog.records] == [
         "worker start: database not read ahead: OperationalError"
     ]
+
+
+def test_worker_ready_runs_the_query_encoder_once_in_the_worker(settings, monkeypatch) -> None:
+    # A forked worker's first encode paid for the model's first run in that process, and
+    # its first hybrid recall for starting the helper thread: the worker does both first.
+    from memory.recall import service
+    from memory.recall.ranking import embedding
+    from tests.conftest import need_service
+
+    need_service(embedding.available(), f"embedding model: {embedding.unavailable_reason()}")
+    settings.IRIS_RECALL_SEMANTIC = "hybrid"
+    monkeypatch.setattr(embedding, "_prefetcher", None)
+    encoder = embedding.default_encoder()
+    encoder.clear_cache()
+    monkeypatch.setattr(connection, "vendor", "sqlite")  # stop before the table reads
+    warm.worker_ready()
+    assert embedding._prefetcher is not None  # noqa: SLF001  (the thread recall uses)
+    assert encoder.cache_len == 1
+    assert service.warm_worker() is True
+
+
+def test_a_worker_of_a_lexical_ranker_warms_no_encoder(settings, monkeypatch) -> None:
+    from memory.recall import service
+    from memory.recall.ranking import embedding
+
+    settings.IRIS_RECALL_SEMANTIC = "lexical"
+    monkeypatch.setattr(embedding, "_prefetcher", None)
+    assert service.warm_worker() is False
+    assert embedding._prefetcher is None  # noqa: SLF001
+
+
+def test_a_failing_encoder_is_left_to_the_first_recall(settings, monkeypatch, caplog) -> None:
+    from memory.recall import service
+
+    def fail() -> bool:
+        raise RuntimeError("model broke")
+
+    monkeypatch.setattr(service, "warm_worker", fail)
+    monkeypatch.setattr(connection, "vendor", "sqlite")  # stop before the table reads
+    with caplog.at_level(logging.WARNING, logger="iris.warm"):
+        warm.worker_ready()
+    assert "worker start: query encoder not warmed: RuntimeError" in [
+        r.getMessage() for r in caplog.records
+    ]

@@ -693,6 +693,21 @@ def warm_up() -> bool:
     return True
 
 
+def warm_worker() -> bool:
+    """In a forked worker, before its first request: embed a query once on the helper
+    thread recall uses, so the thread is started and the model has run in this process
+    (a child's first encode took 5.5 ms against 2.5 for the next; docs/decisions/
+    recall.md, "A worker's first query"). Returns whether there was anything to warm."""
+    if ranker_state().active != "hybrid":
+        return False
+    embedding.prefetch(WARM_QUERY).result()
+    return True
+
+
+# Not a member's words: a query with no one's data in it, left in the digest-keyed cache.
+WARM_QUERY = "what do I like"
+
+
 # Members whose snapshots a starting server builds, at most (most recent change first).
 WARM_START_MEMBERS = 200
 

@@ -82,6 +82,10 @@ EXEMPT: dict[str, str] = {
     "memory.recall.service.encode_ahead": (
         "pure: the vector of a body a governed write is about to store; writes nothing"
     ),
+    "memory.recall.service.warm_worker": (
+        "embeds a fixed query with no member's data once as a worker starts; reads and "
+        "writes nothing"
+    ),
     "memory.recall.service.fresh_embeddings": (
         "builds the derived vector rows of revisions that a governed memory write is "
         "inserting, which that write stores; it writes and decides nothing of its own"
