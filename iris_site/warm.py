@@ -69,3 +69,11 @@ def worker_ready() -> None:
     except DatabaseError as exc:
         logger.warning("worker start: database not read ahead: %s", type(exc).__name__)
         connection.close()
+        return
+    try:
+        from memory.recall.service import rehearse_latest
+
+        rehearse_latest()
+    except Exception as exc:  # noqa: BLE001  (the first recall does the same work, and reports)
+        logger.warning("worker start: recall not rehearsed: %s", type(exc).__name__)
+        connection.close()

@@ -118,9 +118,13 @@ def _checkpoints_in_tmp(tmp_path, settings):
 @pytest.fixture(autouse=True)
 def _no_recall_snapshots_between_tests():
     # A worker's member snapshots (memory.recall.snapshot) belong to one test's data.
+    from memory.recall import service as recall_service
     from memory.recall import snapshot as recall_snapshot
 
     recall_snapshot.clear()
+    # As in a worker that has rehearsed recall already (tests/memory/test_recall_rehearsal.py
+    # starts from one that has not), so no test's first write runs a rehearsal.
+    recall_service._REHEARSED[:] = [True]
 
 
 # -- personas ------------------------------------------------------------------------------

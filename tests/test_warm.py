@@ -55,8 +55,42 @@ def test_worker_ready_reads_every_table_ahead(require_postgres) -> None:
         warm.worker_ready()
     read = {q["sql"] for q in queries.captured_queries}
     tables = {m._meta.db_table for m in apps.get_models(include_auto_created=True)}
-    assert read == {f'SELECT * FROM "{table}" LIMIT 0' for table in tables}
+    ahead = {f'SELECT * FROM "{table}" LIMIT 0' for table in tables}
+    assert ahead <= read
+    # Then the change log is asked whom to rehearse recall for (no one with memory here):
+    # nothing else is read, nothing written.
+    rest = read - ahead
+    assert "SELECT member_id FROM memory_recallchange ORDER BY noted_at DESC LIMIT 1" in rest
+    assert all(sql.startswith("SELECT ") for sql in rest), rest
     assert connection.connection is not None  # kept for the first request
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_ready_rehearses_recall(require_postgres, monkeypatch) -> None:
+    from memory.recall import service as recall_service
+
+    ran: list[bool] = []
+    monkeypatch.setattr(recall_service, "rehearse_latest", lambda: ran.append(True) or True)
+    warm.worker_ready()
+    assert ran == [True]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_rehearsal_is_left_to_the_first_recall(
+    require_postgres, monkeypatch, caplog
+) -> None:
+    from memory.recall import service as recall_service
+
+    def fail() -> bool:
+        raise OperationalError("server closed the connection")
+
+    monkeypatch.setattr(recall_service, "rehearse_latest", fail)
+    with caplog.at_level(logging.WARNING, logger="iris.warm"):
+        warm.worker_ready()
+    assert [r.getMessage() for r in caplog.records] == [
+        "worker start: recall not rehearsed: OperationalError"
+    ]
+    assert connection.connection is None  # the first request opens a fresh one
 
 
 def test_worker_ready_leaves_an_unreachable_database_to_the_first_request(

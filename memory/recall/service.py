@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -42,7 +43,7 @@ from django.utils import timezone
 
 from consent.enums import CATEGORY_CONSENT_PREFIX, ConsentType
 from consent.selectors import active_consent_types
-from governance import plainsql
+from governance import after_response, plainsql
 from governance.actions import AuditAction
 from governance.audit import audit_record_many
 from governance.classify import Classification, Tier, classify_text, strictest
@@ -707,6 +708,83 @@ def warm_worker() -> bool:
 # Not a member's words: a query with no one's data in it, left in the digest-keyed cache.
 WARM_QUERY = "what do I like"
 
+# A context whose gates hold nothing sensitive back beyond the member's consent.
+REHEARSAL_CONTEXT = "general"
+
+# Whether this process has run recall's statements once (`rehearse`).
+_REHEARSED: list[bool] = []
+
+
+def rehearse(member: User) -> bool:
+    """Run a recall of `member` in this process without answering anyone or keeping
+    anything: what a worker's first recall otherwise pays for on its own (docs/decisions/
+    recall.md, "A worker's first recall, rehearsed"). Nothing is disclosed, so there is no
+    audit event. Returns whether it ran (once per process, PostgreSQL only).
+
+    The bookkeeping runs twice in a savepoint that is rolled back, with the foreign keys
+    checked at once, so the database server compiles the change log's trigger and plans
+    the key checks (both kept for the session). The reads run as a recall's do, before it
+    and three times after it: the driver forgets what it prepared at any rollback, and
+    prepares a statement at its third run."""
+    if _REHEARSED or not recall_snapshot.usable():
+        return False
+    _REHEARSED.append(True)
+    name, prepare = ranker()
+    ask = RecallAsk(
+        scope_kind=ScopeKind.PROFILE,
+        scope_identifiers=None,
+        scope_key=None,
+        query="",  # a briefing: it returns rows whatever they say, for the bookkeeping
+        surface=RecallSurface.ASSISTANT,
+        context=REHEARSAL_CONTEXT,
+    )
+
+    def read() -> tuple[recall.RecallRequest, Any]:
+        request = build_request(
+            principal=Principal.system(), member=member, ask=ask, now=timezone.now()
+        )
+        options = {"member": member, "ranker_name": name, "prepare": prepare}
+        return request, recall_snapshot.resolve_cached(request, **options)
+
+    request, fast = read()
+    revisions = list(fast.revision_of.values())
+    with transaction.atomic(durable=True):
+        with plainsql.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '200ms'")
+        try:
+            with transaction.atomic():
+                with plainsql.cursor() as cursor:
+                    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+                for _ in range(2):
+                    _record_usage(member, revisions, request, fast.result)
+                raise _Rehearsed
+        except _Rehearsed:
+            pass
+    for _ in range(PREPARED_AFTER):
+        read()
+    return True
+
+
+# Runs after which psycopg has prepared a statement (`prepare_threshold` 2 prepares it at
+# its third run; iris_site/settings.py).
+PREPARED_AFTER = 3
+
+
+class _Rehearsed(Exception):
+    """Rolls the rehearsal's bookkeeping back."""
+
+
+def rehearse_latest() -> bool:
+    """`rehearse` for the member whose memory changed most recently, if any: for a worker
+    before its first request."""
+    if not recall_snapshot.usable():
+        return False
+    with plainsql.cursor() as cursor:
+        cursor.execute("SELECT member_id FROM memory_recallchange ORDER BY noted_at DESC LIMIT 1")
+        row = cursor.fetchone()
+    member = User.objects.filter(pk=row[0]).first() if row else None
+    return rehearse(member) if member is not None else False
+
 
 # Members whose snapshots a starting server builds, at most (most recent change first).
 WARM_START_MEMBERS = 200
@@ -750,6 +828,16 @@ def warm_after_change(entry: MemoryEntry) -> None:
     (`recall.snapshot.warm_later`)."""
     member = recall_snapshot.MemberRef(pk=entry.member_id, tenant_id=entry.tenant_id)
     recall_snapshot.warm_later(member, ranker_state().active)
+    if not _REHEARSED and after_response.in_request():
+        # A worker's first write of anyone rehearses recall after its answer, so the
+        # worker's first recall after a burst of writes does not pay for it either.
+        after_response.defer(partial(_rehearse_member, entry.member_id), key="recall-rehearse")
+
+
+def _rehearse_member(member_pk: int) -> None:
+    member = User.objects.filter(pk=member_pk).first()
+    if member is not None:
+        rehearse(member)
 
 
 def encode_ahead(body: str) -> bytes | None:

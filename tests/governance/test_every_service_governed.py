@@ -86,6 +86,11 @@ EXEMPT: dict[str, str] = {
         "embeds a fixed query with no member's data once as a worker starts; reads and "
         "writes nothing"
     ),
+    "memory.recall.service.rehearse": (
+        "runs a recall's reads in this worker and discards the answer; its bookkeeping is "
+        "rolled back, so nothing is disclosed, kept or written"
+    ),
+    "memory.recall.service.rehearse_latest": "rehearse for the latest member; as rehearse",
     "memory.recall.service.fresh_embeddings": (
         "builds the derived vector rows of revisions that a governed memory write is "
         "inserting, which that write stores; it writes and decides nothing of its own"
