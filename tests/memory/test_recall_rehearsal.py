@@ -16,6 +16,7 @@ from governance.models import AuditEvent
 from memory.models import MemoryEntry
 from memory.recall import service as recall_service
 from memory.recall.models import RecallEvent
+from tests.factories import payload
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -34,16 +35,7 @@ def _snapshots(settings):
 
 def _write(surface_api: Any, member: Any, body: str, subject: str) -> None:
     response = surface_api.post(
-        "/api/v1/memories",
-        {
-            "userId": str(member.public_id),
-            "scope": {"kind": "profile", "userId": str(member.public_id)},
-            "category": "preference",
-            "body": body,
-            "subject": subject,
-            "origin": "user-stated",
-        },
-        format="json",
+        "/api/v1/memories", payload(member, body=body, subject=subject), format="json"
     )
     assert response.status_code == 201, response.content
 
