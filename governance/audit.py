@@ -144,10 +144,17 @@ def audit_record(
     return event
 
 
-def audit_record_many(records: Iterable[Mapping[str, Any]]) -> list[AuditEvent]:
-    """Record several events (keyword sets of `audit_record`) in one INSERT."""
+def audit_record_many(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    riders: Sequence[tuple[str, Sequence[Any]]] = (),
+) -> list[AuditEvent]:
+    """Record several events (keyword sets of `audit_record`) in one INSERT. `riders`:
+    the caller's own data-modifying statements (SQL, parameters), written by that same
+    statement on PostgreSQL (`plainsql.insert`), so they and the events commit together
+    even outside a transaction; not inside a `one_insert` block."""
     events = [_event(**fields) for fields in records]
-    _write(events)
+    _write(events, riders)
     return events
 
 
@@ -176,15 +183,17 @@ def one_insert() -> Iterator[None]:
     _write(events)
 
 
-def _write(events: list[AuditEvent]) -> None:
+def _write(events: list[AuditEvent], riders: Sequence[tuple[str, Sequence[Any]]] = ()) -> None:
     if not events:
         return
     queued = getattr(_batch, "events", None)
     if queued is not None and len(connection.savepoint_ids) == _batch.depth:
+        if riders:
+            raise RuntimeError("riders cannot wait for a one_insert block's INSERT")
         queued.extend(events)
         return
     along = [row for listener in _listeners for row in listener(events)]
-    plainsql.insert(AuditEvent, events, along=along)
+    plainsql.insert(AuditEvent, events, along=along, riders=riders)
     _request_seal_after_commit()
 
 

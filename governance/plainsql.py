@@ -145,6 +145,7 @@ def insert(
     objs: Sequence[models.Model],
     *,
     along: Sequence[models.Model] = (),
+    riders: Sequence[tuple[str, Sequence[Any]]] = (),
 ) -> None:
     """INSERT `objs` in one statement, every concrete field but an auto primary key.
 
@@ -154,10 +155,13 @@ def insert(
     table a data-modifying WITH; one round trip), one after another elsewhere. Their auto
     primary keys are not read back. A foreign key from an `along` row to one of `objs`
     holds (PostgreSQL checks it when the statement ends, as a revision's vector shows),
-    but no part of the statement reads what another part writes.
+    but no part of the statement reads what another part writes. `riders` are other
+    data-modifying statements (SQL, parameters) written the same way: PostgreSQL only.
     """
     if not objs:
         return
+    if riders and connection.vendor != "postgresql":
+        raise ValueError("riders are data-modifying WITH parts: PostgreSQL only")
     if along and connection.vendor != "postgresql":
         insert(model, objs)
         for other, rows in _by_model(along):
@@ -168,6 +172,9 @@ def insert(
     for i, (other, rows) in enumerate(_by_model(along)):
         prefix.append(f"a{i} AS ({_values(other, len(rows))})")
         params.extend(_params(other, rows))
+    for i, (rider, rider_params) in enumerate(riders):
+        prefix.append(f"r{i} AS ({rider})")
+        params.extend(rider_params)
     sql = _values(model, len(objs))
     if prefix:
         sql = f"WITH {', '.join(prefix)} {sql}"

@@ -476,11 +476,17 @@ def _record(
     # The allow decisions, the recall event and the bookkeeping (usage counters, the
     # member's recall history) commit together, before the answer leaves: a worker that
     # dies once the answer is out loses nothing (docs/decisions/hardening-controls.md).
-    with transaction.atomic(durable=True):
-        _record_event(pending, principal, member, request, result, extra)
-        if result.entries:
-            revisions = [revision_of[e.candidate.entry_id] for e in result.entries]
-            _record_usage(member, revisions, request, result)
+    revisions = [revision_of[e.candidate.entry_id] for e in result.entries]
+    if connection.vendor == "postgresql":
+        # All of it one statement, atomic on its own: no BEGIN and COMMIT round trips
+        # (docs/decisions/recall.md, "A recall's record, one statement").
+        riders = _usage_sql(member, revisions, request, result) if revisions else []
+        _record_event(pending, principal, member, request, result, extra, riders=riders)
+    else:
+        with transaction.atomic(durable=True):
+            _record_event(pending, principal, member, request, result, extra)
+            if revisions:
+                _record_usage(member, revisions, request, result)
     pending.clear()
 
 
@@ -491,6 +497,7 @@ def _record_event(
     request: recall.RecallRequest,
     result: recall.RecallResult,
     extra: Mapping[str, Any],
+    riders: list[tuple[str, list[Any]]] | None = None,
 ) -> None:
     envelope = result.audit_envelope
     suppressed = sum(envelope.suppression_counts.values())
@@ -521,8 +528,19 @@ def _record_event(
                 },
                 "occurred_at": now,
             },
-        ]
+        ],
+        riders=riders or (),
     )
+
+
+def _usage_sql(
+    member: User,
+    revisions: list[uuid.UUID],
+    request: recall.RecallRequest,
+    result: recall.RecallResult,
+) -> list[tuple[str, list[Any]]]:
+    """`_record_usage`'s two statements on PostgreSQL, to ride on another."""
+    return [_bump_sql(member, revisions, request.now), _history_sql(member, request, result)]
 
 
 def _record_usage(
@@ -536,8 +554,9 @@ def _record_usage(
     now = request.now
     if connection.vendor == "postgresql":
         # One statement for both: one round trip.
-        bump, bump_params = _bump_sql(member, revisions, now)
-        history, history_params = _history_sql(member, request, result)
+        (bump, bump_params), (history, history_params) = _usage_sql(
+            member, revisions, request, result
+        )
         with plainsql.cursor() as cursor:
             cursor.execute(f"WITH bumped AS ({bump}) {history}", [*bump_params, *history_params])
         return

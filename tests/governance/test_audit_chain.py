@@ -15,6 +15,7 @@ from governance.audit import (
     Actor,
     AuditPayloadError,
     audit_record,
+    audit_record_many,
     chain_link,
     event_canonical,
     one_insert,
@@ -274,6 +275,49 @@ def test_one_insert_writes_the_block_s_events_together(django_assert_num_queries
     assert _batched_codes() == ["a", "b", "c"]
     seal_pending(blocking=True, full=True)
     assert verify_chain().ok
+
+
+def _rider_table() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE IF NOT EXISTS rider (n integer NOT NULL)")
+
+
+def _riders() -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT n FROM rider ORDER BY n")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _batched(code: str) -> dict[str, object]:
+    return {"actor": ACTOR, "action": "iris.test.batched", "tenant_id": None, "reason_code": code}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_riders_are_written_by_the_events_own_statement(require_postgres) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    _rider_table()
+    rider = ("INSERT INTO rider (n) SELECT unnest(%s::int[])", [[1, 2]])
+    with CaptureQueriesContext(connection) as seen:
+        audit_record_many([_batched("a"), _batched("b")], riders=[rider])
+    written = [q["sql"] for q in seen.captured_queries if "INSERT INTO rider" in q["sql"]]
+    assert len(written) == 1 and "INSERT INTO governance_auditevent" in written[0]
+    assert _batched_codes() == ["a", "b"] and _riders() == [1, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_rider_takes_the_events_with_it(require_postgres) -> None:
+    _rider_table()
+    rider = ("INSERT INTO rider (n) VALUES (%s)", [None])  # NOT NULL
+    with pytest.raises(IntegrityError):
+        audit_record_many([_batched("lost")], riders=[rider])
+    assert _batched_codes() == [] and _riders() == []
+
+
+def test_riders_cannot_wait_for_a_one_insert_block(require_postgres) -> None:
+    rider = ("SELECT 1", [])
+    with pytest.raises(RuntimeError, match="riders"), transaction.atomic(), one_insert():
+        audit_record_many([_batched("queued")], riders=[rider])
 
 
 def test_one_insert_writes_nothing_when_its_block_raises() -> None:

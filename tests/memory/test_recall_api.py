@@ -345,9 +345,9 @@ def test_concurrent_recalls_of_the_same_entries_all_count(require_postgres, memb
 
 
 @pytest.mark.django_db(transaction=True)
-def test_outside_a_transaction_usage_and_history_are_one_statement(
-    require_postgres, member
-) -> None:
+def test_outside_a_transaction_a_recalls_record_is_one_statement(require_postgres, member) -> None:
+    # The audit event, the usage counters and the history: one statement, atomic on its
+    # own, so no BEGIN and COMMIT round trips either.
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -359,8 +359,16 @@ def test_outside_a_transaction_usage_and_history_are_one_statement(
     ask_ = _profile_ask()
     with CaptureQueriesContext(connection) as seen:
         recall_resolve(principal=as_member(member), member=member, ask=ask_)
-    writes = [q["sql"] for q in seen.captured_queries if "memory_recallevent" in q["sql"]]
-    assert len(writes) == 1 and writes[0].startswith("WITH bumped AS (UPDATE memory_memoryentry")
+    writes = [
+        q["sql"]
+        for q in seen.captured_queries
+        if q["sql"].startswith(("WITH", "INSERT", "UPDATE", "DELETE"))
+    ]
+    assert len(writes) == 1
+    assert "UPDATE memory_memoryentry" in writes[0]
+    assert "INSERT INTO memory_recallevent" in writes[0]
+    assert "governance_auditevent" in writes[0]
+    assert AuditEvent.objects.filter(action=AUDIT_ACTION).count() == 1
     assert sorted(
         MemoryEntry.objects.filter(member=member, is_current=True).values_list(
             "reference_count", flat=True
