@@ -75,5 +75,6 @@ def worker_ready() -> None:
 
         rehearse_latest()
     except Exception as exc:  # noqa: BLE001  (the first recall does the same work, and reports)
+        # Its transaction is rolled back; a connection the failure broke is replaced at the
+        # first request (Django closes one that errored and no longer answers).
         logger.warning("worker start: recall not rehearsed: %s", type(exc).__name__)
-        connection.close()

@@ -90,7 +90,9 @@ def test_a_failed_rehearsal_is_left_to_the_first_recall(
     assert [r.getMessage() for r in caplog.records] == [
         "worker start: recall not rehearsed: OperationalError"
     ]
-    assert connection.connection is None  # the first request opens a fresh one
+    # What was read ahead stays with the connection, which is left open and usable.
+    assert connection.connection is not None and connection.is_usable()
+    assert not connection.in_atomic_block
 
 
 def test_worker_ready_leaves_an_unreachable_database_to_the_first_request(
