@@ -847,13 +847,20 @@ def warm_after_change(entry: MemoryEntry) -> None:
     (`recall.snapshot.warm_later`)."""
     member = recall_snapshot.MemberRef(pk=entry.member_id, tenant_id=entry.tenant_id)
     recall_snapshot.warm_later(member, ranker_state().active)
-    if not _REHEARSED and after_response.in_request():
+    if (
+        not _REHEARSED
+        and settings.IRIS_RECALL_SNAPSHOT
+        and connection.vendor == "postgresql"
+        and after_response.in_request()
+    ):
         # A worker's first write of anyone rehearses recall after its answer, so the
         # worker's first recall after a burst of writes does not pay for it either.
         after_response.defer(partial(_rehearse_member, entry.member_id), key="recall-rehearse")
 
 
 def _rehearse_member(member_pk: int) -> None:
+    if _REHEARSED or not recall_snapshot.usable():
+        return
     member = User.objects.filter(pk=member_pk).first()
     if member is not None:
         rehearse(member)

@@ -120,6 +120,17 @@ def test_a_workers_first_write_rehearses_after_its_answer(
     assert not AuditEvent.objects.filter(action=recall_service.AUDIT_ACTION).exists()
 
 
+def test_without_snapshots_a_write_rehearses_nothing(
+    require_postgres, ready, surface_api, settings, monkeypatch
+) -> None:
+    settings.IRIS_RECALL_SNAPSHOT = False
+    rehearsed: list[int] = []
+    monkeypatch.setattr(recall_service, "_rehearse_member", rehearsed.append)
+    recall_service._REHEARSED.clear()
+    _write(surface_api, ready, *BODIES[0])
+    assert rehearsed == [] and recall_service._REHEARSED == []
+
+
 def test_a_change_outside_a_request_rehearses_nothing(require_postgres, ready) -> None:
     from memory.services import memory_write
     from tests.factories import as_member, draft
