@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from consent.enums import (
     SURFACES,
@@ -856,9 +856,16 @@ def _screened_text(body: str, note: str) -> str:
 _LIVE_ORDER = {Lifecycle.ACTIVE: 0, Lifecycle.PAUSED: 0, Lifecycle.DRAFT: 1}
 
 
+# The fact's revisions first, by the conflict key's index, then the rest of the
+# conditions: left to itself, a planner without fresh statistics walked every current row
+# of the member's scope (the scope-key index) at each write, 5,000 rows a write on average
+# as one member grew to 10,000 (docs/decisions/memory.md, "The fact's revisions first").
+_FACT_REVISIONS = (
+    f"SELECT * FROM {MemoryEntry._meta.db_table} "  # noqa: S608
+    "WHERE tenant_id = %s AND member_id = %s AND category = %s AND subject = %s"
+)
 _CURRENT_FOR_KEY_WHERE = (
-    "tenant_id = %s AND member_id = %s AND is_current AND scope_key = %s AND category = %s"
-    " AND subject = %s AND read_only_copy_of IS NULL AND lifecycle IN (%s, %s, %s)"
+    "is_current AND scope_key = %s AND read_only_copy_of IS NULL AND lifecycle IN (%s, %s, %s)"
 )
 
 
@@ -894,9 +901,9 @@ def _current_for_key(
     params: list[Any] = [
         plainsql.prep(MemoryEntry, "tenant", member.tenant_id),
         member.pk,
-        scope_key,
         category,
         subject,
+        scope_key,
         *_LIVE_ORDER,
         *([handle] if handle else []),
     ]
@@ -906,7 +913,8 @@ def _current_for_key(
         where += f" AND adapter_scope IN ({', '.join(['%s'] * len(adapter_scopes))})"
         params.extend(sorted(adapter_scopes))
     # Every write asks this, under the member's lock: plain SQL (see governance.plainsql).
-    rows = plainsql.select(MemoryEntry, where, params, lock=True)
+    fence = " OFFSET 0" if connection.vendor == "postgresql" else ""
+    rows = plainsql.select(MemoryEntry, where, params, lock=True, source=_FACT_REVISIONS + fence)
     if not rows:
         return None
     rows.sort(key=lambda e: (_LIVE_ORDER[Lifecycle(e.lifecycle)], -e.updated_at.timestamp()))
