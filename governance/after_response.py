@@ -30,7 +30,7 @@ from typing import Any
 
 log = logging.getLogger("iris.after_response")
 
-_queue: ContextVar[list[tuple[object, Callable[[], None]]] | None] = ContextVar(
+_queue: ContextVar[list[tuple[object, Callable[[], object]]] | None] = ContextVar(
     "iris_after_response", default=None
 )
 
@@ -45,7 +45,7 @@ def in_request() -> bool:
     return _queue.get() is not None
 
 
-def defer(work: Callable[[], None], *, once: bool = False, key: object = None) -> None:
+def defer(work: Callable[[], object], *, once: bool = False, key: object = None) -> None:
     """Run `work` once the answer has gone out (at once outside a request). With `once`,
     work already queued by this request is not queued again; with `key`, neither is work
     queued under an equal key."""

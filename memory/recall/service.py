@@ -770,27 +770,24 @@ def rehearse(member: User) -> bool:
     with transaction.atomic(durable=True):
         with plainsql.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '200ms'")
-        try:
-            with transaction.atomic():
-                with plainsql.cursor() as cursor:
-                    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-                for _ in range(2):
-                    _record_usage(member, revisions, request, fast.result)
-                raise _Rehearsed
-        except _Rehearsed:
-            pass
-    for _ in range(PREPARED_AFTER):
+        with transaction.atomic():
+            with plainsql.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            for _ in range(2):
+                _record_usage(member, revisions, request, fast.result)
+            transaction.set_rollback(True)
+    for _ in range(prepared_after()):
         read()
     return True
 
 
-# Runs after which psycopg has prepared a statement (`prepare_threshold` 2 prepares it at
-# its third run; iris_site/settings.py).
-PREPARED_AFTER = 3
-
-
-class _Rehearsed(Exception):
-    """Rolls the rehearsal's bookkeeping back."""
+def prepared_after() -> int:
+    """Runs after which the driver has prepared a statement on this connection: its
+    `prepare_threshold` (iris_site/settings.py) plus the run that prepares it; 0 when
+    it never prepares."""
+    connection.ensure_connection()
+    threshold = getattr(connection.connection, "prepare_threshold", None)
+    return 0 if threshold is None else threshold + 1
 
 
 def rehearse_latest() -> bool:
@@ -801,8 +798,7 @@ def rehearse_latest() -> bool:
     with plainsql.cursor() as cursor:
         cursor.execute("SELECT member_id FROM memory_recallchange ORDER BY noted_at DESC LIMIT 1")
         row = cursor.fetchone()
-    member = User.objects.filter(pk=row[0]).first() if row else None
-    return rehearse(member) if member is not None else False
+    return _rehearse_member(row[0]) if row else False
 
 
 # Members whose snapshots a starting server builds, at most (most recent change first).
@@ -858,12 +854,11 @@ def warm_after_change(entry: MemoryEntry) -> None:
         after_response.defer(partial(_rehearse_member, entry.member_id), key="recall-rehearse")
 
 
-def _rehearse_member(member_pk: int) -> None:
+def _rehearse_member(member_pk: int) -> bool:
     if _REHEARSED or not recall_snapshot.usable():
-        return
+        return False
     member = User.objects.filter(pk=member_pk).first()
-    if member is not None:
-        rehearse(member)
+    return rehearse(member) if member is not None else False
 
 
 def encode_ahead(body: str) -> bytes | None:
