@@ -155,3 +155,23 @@ def test_the_latest_active_member_is_rehearsed(
     monkeypatch.setattr(recall_service, "rehearse", lambda member: chosen.append(member.pk) or True)
     assert recall_service.rehearse_latest() is True
     assert chosen == [other_member.pk]
+
+
+@pytest.mark.parametrize(("threshold", "runs"), [(2, 3), (0, 1), (5, 6), (None, 0)])
+def test_prepared_after_follows_the_connections_threshold(
+    require_postgres, threshold: int | None, runs: int
+) -> None:
+    # The rehearsal's reads run as often as the driver needs to prepare them, read off
+    # the live connection; a driver that never prepares needs no extra run.
+    connection.ensure_connection()
+    raw = connection.connection
+    kept = raw.prepare_threshold
+    raw.prepare_threshold = threshold
+    try:
+        assert recall_service.prepared_after() == runs
+    finally:
+        raw.prepare_threshold = kept
+
+
+def test_the_settings_prepare_at_the_third_run(require_postgres) -> None:
+    assert recall_service.prepared_after() == 3
