@@ -185,6 +185,8 @@ class Snapshot:
         # posting once at most, and only for the words a question asks about.
         self._appended: dict[str, list[tuple[int, float]]] = {}
         self.dead = 0
+        # `keyed_by_recency`, until a row is added or a row's key or time changes.
+        self._keyed_order: np.ndarray | None = None
 
     # -- keeping it current ---------------------------------------------------------
 
@@ -207,6 +209,7 @@ class Snapshot:
             self.vectors = moved(self.vectors)
         self.has_vector = moved(self.has_vector)
         self.capacity = capacity
+        self._keyed_order = None
 
     def known(self, revision: uuid.UUID) -> bool:
         return revision in self.slot
@@ -232,6 +235,7 @@ class Snapshot:
             if at is not None:
                 self.drop(revision)
             return
+        added = at is None
         if at is None:
             if words is None:
                 raise ValueError("a new revision needs its words")
@@ -257,6 +261,7 @@ class Snapshot:
             self.vectors[at] = embedding.from_bytes(bytes(vector))
             self.has_vector[at] = True
         codes = self.codes
+        before = (int(self.ints["cluster"][at]), float(self.floats["updated"][at]))
         self.live[at] = True
         self.ints["scope"][at] = codes.of("s:" + light[3])
         self.ints["adapter"][at] = codes.of("a:" + light[4])
@@ -275,6 +280,8 @@ class Snapshot:
         self.floats["origin"][at] = _ORIGIN.get(light[7], _BEST_ORIGIN)
         self.floats["anchor"][at] = _seconds(light[11])
         self.floats["updated"][at] = _seconds(light[12])
+        if added or before != (int(self.ints["cluster"][at]), float(self.floats["updated"][at])):
+            self._keyed_order = None
 
     def fill(self, rows: Sequence[Sequence[Any]]) -> None:
         """An empty snapshot's rows (`_rows_sql`'s columns), as `put` would add them one by
@@ -622,7 +629,10 @@ class Snapshot:
         if not len(keyed):
             return counts, winners, 0
         updated = self.floats["updated"]
-        order = keyed[np.lexsort((-updated[keyed], self.ints["cluster"][keyed]))]
+        chosen = np.zeros(n, dtype=bool)
+        chosen[keyed] = True
+        every = self.keyed_by_recency()
+        order = every[chosen[every]]
         codes = self.ints["cluster"][order]
         first = np.ones(len(order), dtype=bool)
         first[1:] = codes[1:] != codes[:-1]
@@ -639,6 +649,17 @@ class Snapshot:
                     winners[rival] = True
                     order[head_of[i]] = rival
         return counts, winners, int(len(keyed) - len(heads))
+
+    def keyed_by_recency(self) -> np.ndarray:
+        """The slots of every row with a conflict key, as dedupe reads them: by key, the
+        most recent first, ties in slot order. Sorting them took a third of a census at
+        10k rows; usage changes neither key nor time, so most recalls reuse it."""
+        if self._keyed_order is None:
+            cluster = self.ints["cluster"][: self.size]
+            keyed = np.flatnonzero(cluster >= 0)
+            recency = -self.floats["updated"][keyed]
+            self._keyed_order = keyed[np.lexsort((recency, cluster[keyed]))]
+        return self._keyed_order
 
     def rivals(self, picked: np.ndarray, gated: np.ndarray, unread: np.ndarray) -> np.ndarray:
         """Positions in `gated` of unread rows sharing (category, subject) with a picked

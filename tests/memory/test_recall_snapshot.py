@@ -26,6 +26,7 @@ from memory.recall.ranking import semantic
 from tests.memory.test_recall_fast_path import (
     NOW,
     RANKERS,
+    TIMES,
     _entries,
     _generated,
     _profile_request,
@@ -218,6 +219,50 @@ def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> Non
     assert all(r.revision_id not in snap.slot for r in paused)
 
 
+def _census_by_revision(snap: recall_snapshot.Snapshot, request: recall.RecallRequest) -> Any:
+    counts, winners, deduped = snap.census(request, None)
+    return counts, {snap.revisions[at] for at in winners.nonzero()[0].tolist()}, deduped
+
+
+@pytest.mark.django_db(transaction=True)
+def test_dedupe_follows_a_change_of_a_rows_key_or_time(require_postgres, member) -> None:
+    # The snapshot keeps its rows sorted for dedupe between recalls; a change of a row's
+    # conflict key or its time must reorder them, a usage bump need not.
+    rows = [
+        _profile_row(member, i, f"tea note {i}", NOW - timedelta(hours=i), subject=subject)
+        for i, subject in enumerate(["drink", "home", "drink", "home", ""])
+    ]
+    MemoryEntry.objects.bulk_create(rows)
+    request = _profile_request(member, "tea", "assistant")
+
+    def agrees() -> Any:
+        _agrees(request, member)
+        cached = _census_by_revision(_snapshot_of(member), request)
+        assert cached == _census_by_revision(
+            recall_snapshot._build(member, "lexical", follow=False), request
+        )
+        return cached
+
+    _, winners, _ = agrees()
+    assert winners == {rows[0].revision_id, rows[1].revision_id, rows[4].revision_id}
+    snap = _snapshot_of(member)
+    kept = snap.keyed_by_recency()
+
+    _set(rows[2], reference_count=9, last_referenced_at=NOW)  # usage only
+    agrees()
+    assert snap.keyed_by_recency() is kept
+
+    _set(rows[2], updated_at=NOW + timedelta(hours=1))  # now the most recent "drink" row
+    _, winners, _ = agrees()
+    assert rows[2].revision_id in winners and rows[0].revision_id not in winners
+
+    _set(rows[0], subject="home")  # "drink" keeps row 2, "home" gains row 0
+    _, winners, deduped = agrees()
+    assert winners == {rows[0].revision_id, rows[2].revision_id, rows[4].revision_id}
+    assert deduped == 2
+    assert _snapshot_of(member) is snap
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_snapshot_that_missed_a_change_still_never_returns_the_row(
     require_postgres, member
@@ -402,7 +447,7 @@ def test_a_vector_stored_later_reaches_the_snapshot(require_postgres, member) ->
     assert _entries(fast.result) != _entries(first.result)  # ranked by the stored vectors
 
 
-_CHANGES = ["insert", "lifecycle", "suppress", "unsuppress", "usage", "delete"]
+_CHANGES = ["insert", "lifecycle", "suppress", "unsuppress", "usage", "delete", "key", "time"]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -427,7 +472,10 @@ def test_a_cached_snapshot_agrees_after_any_sequence_of_changes(
             prepare=semantic.semantic_for(name),
             first_read=draw(st.integers(1, 3)),
         )
-        assert _entries(fast.result) == _entries(_exhaustive(request, member, name, fast))
+        full = _exhaustive(request, member, name, fast)
+        assert _entries(fast.result) == _entries(full)
+        # The dedupe count follows each change of a row's conflict key or time.
+        assert fast.result.audit_envelope == full.audit_envelope
         assert _rows_of(_snapshot_of(member, name)) == _rows_of(
             recall_snapshot._build(member, name, follow=False)
         )
@@ -519,6 +567,13 @@ def _change(change: str, draw: Any) -> dict[str, Any]:
             "suppression_started_at": None,
             "suppression_ends_at": None,
         }
+    if change == "key":
+        return {
+            "subject": draw(st.sampled_from(["", "drink", "home"])),
+            "category": draw(st.sampled_from(["preference", "medical"])),
+        }
+    if change == "time":
+        return {"updated_at": draw(st.sampled_from(TIMES))}
     return {
         "reference_count": draw(st.integers(0, 12)),
         "last_referenced_at": draw(st.sampled_from([None, NOW, NOW - timedelta(days=3)])),
