@@ -1040,6 +1040,20 @@ def _resolve(
     gates = recall_db._gates_sql(request, member=member, adapter_scopes=adapter_scopes)
     gated = snap.gated(request, adapter_scopes) if gates is not None else np.zeros(0, np.int64)
     corpus = snap.corpus(gated, query_terms(request.query)) if snap.lexical else None
+
+    # The envelope counts every reachable row (DESIGN invariant 9), most of which are never
+    # read: the gates and dedupe over the snapshot's live rows, the rows not active in one
+    # grouped statement, and relevance from the semantic values computed below. A winner
+    # whose value the snapshot cannot settle (a hybrid row without a stored vector, a value
+    # within rounding of the floor) is read back, so `resolve` settles it. The counts come
+    # first: they do not need the query's embedding, which a helper thread may still be
+    # computing meanwhile.
+    counts, winner_slots, deduped = snap.census(request, adapter_scopes)
+    for reason, n in recall_db.inactive_drops(
+        request, member=member, adapter_scopes=adapter_scopes
+    ).items():
+        counts[reason] = counts.get(reason, 0) + n
+
     vector = None
     if snap.hybrid and prepare is not None:
         if query_vector is not None:
@@ -1050,17 +1064,6 @@ def _resolve(
     floor = semantic.relevance_floor(effective)
     score, value = snap.scores(gated, request, corpus, vector, floor)
     possible = score > -_INF
-
-    # The envelope counts every reachable row (DESIGN invariant 9), most of which are never
-    # read: the gates and dedupe over the snapshot's live rows, the rows not active in one
-    # grouped statement, and relevance from the semantic values computed above. A winner
-    # whose value the snapshot cannot settle (a hybrid row without a stored vector, a value
-    # within rounding of the floor) is read back, so `resolve` settles it.
-    counts, winner_slots, deduped = snap.census(request, adapter_scopes)
-    for reason, n in recall_db.inactive_drops(
-        request, member=member, adapter_scopes=adapter_scopes
-    ).items():
-        counts[reason] = counts.get(reason, 0) + n
     winner = winner_slots[gated]
     unmatched = np.zeros(len(gated), dtype=bool)
     unsure = np.zeros(len(gated), dtype=bool)
