@@ -91,6 +91,9 @@ EXEMPT: dict[str, str] = {
         "rolled back, so nothing is disclosed, kept or written"
     ),
     "memory.recall.service.rehearse_latest": "rehearse for the latest member; as rehearse",
+    "memory.recall.service.prepared_after": (
+        "a count read off the database driver's settings; reads no data and writes nothing"
+    ),
     "memory.recall.service.fresh_embeddings": (
         "builds the derived vector rows of revisions that a governed memory write is "
         "inserting, which that write stores; it writes and decides nothing of its own"
