@@ -652,8 +652,8 @@ class Snapshot:
 
     def keyed_by_recency(self) -> np.ndarray:
         """The slots of every row with a conflict key, as dedupe reads them: by key, the
-        most recent first, ties in slot order. Sorting them took a third of a census at
-        10k rows; usage changes neither key nor time, so most recalls reuse it."""
+        most recent first, ties in slot order. Kept between recalls: usage changes neither
+        key nor time (docs/decisions/recall.md, "A 10k recall, part by part")."""
         if self._keyed_order is None:
             cluster = self.ints["cluster"][: self.size]
             keyed = np.flatnonzero(cluster >= 0)
