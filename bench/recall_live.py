@@ -161,6 +161,18 @@ def quality(
     return {f"hit@{k}": round(hits / len(answers), 4), f"ndcg@{k}": round(ndcg / len(answers), 4)}
 
 
+def missed(
+    answers: Sequence[Sequence[str] | None], relevant: Sequence[frozenset[str]], k: int = K
+) -> list[int]:
+    """The places in the stream of the questions whose first k entries hold nothing
+    relevant."""
+    return [
+        i
+        for i, (ids, wanted) in enumerate(zip(answers, relevant, strict=True))
+        if ids is None or wanted.isdisjoint(ids[:k])
+    ]
+
+
 def quarters(n: int) -> list[range]:
     """The stream's four quarters (the last takes the remainder)."""
     step = n // 4
@@ -220,8 +232,9 @@ def control(
     memories: Sequence[labelled.Memory], asked: Sequence[Question], ranker: str
 ) -> list[list[str]]:
     """The same questions through the pure `resolve` in-process, every memory's recency,
-    usage and origin equal and nothing bumped (`recall_quality`'s recall pass): the
-    flattering figure, beside which the live one is read. Answers are entry ids."""
+    usage and origin equal and nothing bumped (`recall_quality`'s recall pass), with the
+    ranker's relevance floor as the server applies it: the flattering figure, beside which
+    the live one is read. Answers are entry ids."""
     from memory.recall.ranking import embedding, semantic
 
     candidates = labelled.candidates_of(memories)
@@ -237,7 +250,12 @@ def control(
     out = []
     for q in asked:
         fn = prepare(q.text, candidates, corpus=corpus, vectors=vectors)
-        result = labelled.resolve(candidates, labelled.recall_request(q.text), semantic=fn)
+        result = labelled.resolve(
+            candidates,
+            labelled.recall_request(q.text),
+            semantic=fn,
+            relevance_floor=semantic.relevance_floor(name),
+        )
         out.append([e.candidate.entry_id for e in result.entries])
     return out
 
@@ -594,6 +612,8 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
         "quarters": [
             quality([answers[i] for i in r], [wanted[i] for i in r]) for r in quarters(len(asked))
         ],
+        # Which questions missed (their place in the stream), to compare with the control.
+        "missed": missed(answers, wanted),
         "answered_entries_mean": round(
             sum(len(a) for a in answers if a is not None) / max(1, len(answers) - none), 2
         ),
@@ -641,6 +661,7 @@ def control_figures(
         "control_quarters": [
             quality([answers[i] for i in r], [wanted[i] for i in r]) for r in quarters(len(asked))
         ],
+        "control_missed": missed(answers, wanted),
     }
 
 

@@ -1385,7 +1385,12 @@ def recall_pass(
             start = time.perf_counter()
             fn = prepare(q.text, candidates, corpus=rankers.bm25, vectors=vectors)
             prepared = time.perf_counter()
-            result = resolve(candidates, recall_request(q.text), semantic=fn)
+            result = resolve(
+                candidates,
+                recall_request(q.text),
+                semantic=fn,
+                relevance_floor=semantic.relevance_floor(name),
+            )
             if name == "hybrid":
                 timings["prepare"].append(prepared - start)
                 timings["resolve"].append(time.perf_counter() - prepared)

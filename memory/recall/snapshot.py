@@ -85,8 +85,8 @@ _LIGHT = (
     "{p}adapter_scope, {p}category, {p}subject, {p}origin, {p}suppression_reason, "
     "{ends}, {p}reference_count, {anchor}, {updated}, {p}actor_handle, {p}sensitive_interaction"
 )
-# Where `_rows_sql` puts, after the `_light` columns, the stored `recall_words`, the body's
-# length, the body where no words are stored, and the stored vector.
+# Where `_rows_sql` puts, after the `_light` columns, the stored `recall_words`, the body
+# where no words are stored, and the stored vector.
 _WORDS_AT = 15
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
 _NO_POSTING = (_NO_SLOTS, np.zeros(0))
@@ -166,7 +166,7 @@ class Snapshot:
         # reference and origin terms before weighting, the body's characters and terms.
         self.floats = {
             k: np.zeros(0)
-            for k in ("ends", "anchor", "updated", "refs", "origin", "chars", "length")
+            for k in ("ends", "anchor", "updated", "refs", "origin", "length")
         }
         self.vectors = np.zeros((0, embedding.DIMENSION), dtype=np.float32)
         self.has_vector = np.zeros(0, dtype=bool)
@@ -214,17 +214,17 @@ class Snapshot:
     def known(self, revision: uuid.UUID) -> bool:
         return revision in self.slot
 
-    def words(self, row: Sequence[Any]) -> tuple[str, int]:
+    def words(self, row: Sequence[Any]) -> str:
         """A `_rows_sql` row's words for this ranker (its stored `recall_words`, or its body
-        tokenised where none are stored), space-joined, and its body's length."""
+        tokenised where none are stored), space-joined."""
         stored = row[_WORDS_AT]
         if stored is None:
-            stored = recall_words(row[_WORDS_AT + 2])
+            stored = recall_words(row[_WORDS_AT + 1])
         lexical, _, jaccard = stored.partition(WORDS_SPLIT)
-        return (lexical if self.lexical else jaccard), int(row[_WORDS_AT + 1])
+        return lexical if self.lexical else jaccard
 
     def put(
-        self, light: Sequence[Any], words: tuple[str, int] | None = None, vector: Any = None
+        self, light: Sequence[Any], words: str | None = None, vector: Any = None
     ) -> None:
         """Add or update one row from its `_light` columns (and, for a revision not seen
         before, its `words` and stored vector)."""
@@ -247,12 +247,10 @@ class Snapshot:
             self.revisions.append(revision)
             entry = light[1]
             self.entry_ids.append(entry if isinstance(entry, uuid.UUID) else uuid.UUID(entry))
-            text, chars = words
-            counts = Counter(map(sys.intern, text.split()))
+            counts = Counter(map(sys.intern, words.split()))
             self._added[at] = tuple(counts)
             for word, n in counts.items():
                 self._appended.setdefault(word, []).append((at, float(n)))
-            self.floats["chars"][at] = chars
             self.floats["length"][at] = sum(counts.values())
             if self.hybrid and vector is not None:
                 self.vectors[at] = embedding.from_bytes(bytes(vector))
@@ -335,7 +333,7 @@ class Snapshot:
         floats["updated"][:n] = [_seconds(v) for v in cols[12]]
         self._fill_words([self.words(row) for row in live])
         if self.hybrid:
-            stored = cols[_WORDS_AT + 3]
+            stored = cols[_WORDS_AT + 2]
             have = [at for at, v in enumerate(stored) if v is not None]
             data = b"".join(bytes(stored[at]) for at in have)
             if len(data) == len(have) * embedding.VECTOR_BYTES:
@@ -348,12 +346,10 @@ class Snapshot:
         self.size = n
         self.live[:n] = True
 
-    def _fill_words(self, words: Sequence[tuple[str, int]]) -> None:
+    def _fill_words(self, texts: Sequence[str]) -> None:
         """Postings and lengths of rows 0..n-1 from their space-joined words: one split of
         all of them, each word numbered once, then (word, row) pairs counted by numpy."""
-        n = len(words)
-        texts = [text for text, _ in words]
-        self.floats["chars"][:n] = [chars for _, chars in words]
+        n = len(texts)
         lengths = np.fromiter(
             (t.count(" ") + 1 if t else 0 for t in texts), dtype=np.int64, count=n
         )
@@ -481,8 +477,10 @@ class Snapshot:
         return np.flatnonzero(mask)
 
     def corpus(self, gated: np.ndarray, qterms: Sequence[str]) -> CorpusStats:
-        """BM25 statistics of the gated rows: counts exact, the average length estimated
-        from the 256 most recently referenced as `recall_db._stats` does."""
+        """BM25 statistics of the gated rows, all exact. The average length is every gated
+        row's: a sample chosen by use (the most recently referenced) would let each recall's
+        usage bump reweigh every later question (docs/decisions/recall.md, "BM25's average
+        length")."""
         inside = np.zeros(self.size, dtype=bool)
         inside[gated] = True
         df = {}
@@ -491,20 +489,10 @@ class Snapshot:
             n = int(inside[slots].sum()) if len(slots) else 0
             if n:
                 df[t] = n
-        sample = gated
-        k = recall_db.LENGTH_SAMPLE
-        if len(gated) > k:
-            # The k most recent by (anchor descending, entry id): a partition, then the
-            # entry ids only among the rows tied at the cut.
-            anchors = self.floats["anchor"][gated]
-            cut = -np.partition(-anchors, k - 1)[k - 1]
-            above = gated[anchors > cut]
-            tied = sorted(gated[anchors == cut].tolist(), key=self.entry_ids.__getitem__)
-            sample = np.concatenate([above, np.array(tied[: k - len(above)], dtype=np.int64)])
-        chars = float(self.floats["chars"][sample].mean()) if len(sample) else 0.0
+        total = float(self.floats["length"][gated].sum())
         return CorpusStats(
             document_count=len(gated),
-            average_length=chars / recall_db.CHARS_PER_TERM,
+            average_length=total / len(gated) if len(gated) else 0.0,
             document_frequency=df,
         )
 
@@ -745,7 +733,7 @@ def _rows_sql(
         )
     # The body itself only where the row stores no words (written before they were).
     sql = (
-        f"SELECT {_light()}, recall_words, length(body), "  # noqa: S608
+        f"SELECT {_light()}, recall_words, "  # noqa: S608
         f"CASE WHEN recall_words IS NULL THEN body END, {vector} FROM {source} "
         f"WHERE tenant_id = %s AND member_id = %s AND {where}"
     )
@@ -809,7 +797,7 @@ def _catch_up(member: Any, snap: Snapshot) -> int:
         with plainsql.cursor() as cursor, _binary(cursor):
             cursor.execute(*_rows_sql(member, snap, "true", [new], source=_BY_REVISION))
             for row in cursor.fetchall():
-                vector = row[_WORDS_AT + 3] if snap.hybrid else None
+                vector = row[_WORDS_AT + 2] if snap.hybrid else None
                 snap.put(row[:_WORDS_AT], snap.words(row), vector)
     snap.unseen_from, snap.unseen = rows[0][0], rows[0][1]
     snap.looked = looked

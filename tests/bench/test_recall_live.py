@@ -44,6 +44,14 @@ def test_quality_of_a_question_whose_memories_were_not_written_is_a_miss(live: M
     assert live.quality([["a"]], [frozenset()]) == {"hit@12": 0.0, "ndcg@12": 0.0}
 
 
+def test_missed_names_the_questions_quality_counts_as_misses(live: ModuleType) -> None:
+    answers = [["a"], None, ["x"], [f"x{i}" for i in range(12)] + ["a"], ["b"]]
+    wanted = [frozenset({"a"})] * 4 + [frozenset()]
+    assert live.missed(answers, wanted) == [1, 2, 3, 4]
+    hits = 1 - len(live.missed(answers, wanted)) / len(answers)
+    assert live.quality(answers, wanted)["hit@12"] == pytest.approx(hits)
+
+
 def test_quarters_cover_the_stream_once(live: ModuleType) -> None:
     parts = live.quarters(10)
     assert [list(r) for r in parts] == [[0, 1], [2, 3], [4, 5], [6, 7, 8, 9]]

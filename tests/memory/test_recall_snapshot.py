@@ -23,6 +23,7 @@ from memory.recall import db as recall_db
 from memory.recall import pipeline as recall
 from memory.recall import snapshot as recall_snapshot
 from memory.recall.ranking import semantic
+from memory.rules.lexical import Bm25Index
 from tests.memory.test_recall_fast_path import (
     NOW,
     RANKERS,
@@ -81,7 +82,21 @@ def test_a_snapshot_recall_equals_the_exhaustive_pipeline(member, other_member, 
         assert fast.result.audit_envelope == full.audit_envelope
         if name == "lexical":
             assert_member_statistics(fast, request, member)
+            _assert_exact_statistics(fast, request, member)
         transaction.set_rollback(True)
+
+
+def _assert_exact_statistics(
+    fast: recall_db.FastRecall, request: recall.RecallRequest, member: Any
+) -> None:
+    """Every BM25 statistic, the average length included, is that of every gated row."""
+    gated = recall_db.base_rows(request, member=member)
+    exact = Bm25Index((str(e.entry_id), e.body) for e in gated).stats
+    assert fast.corpus is not None
+    assert fast.corpus.document_count == exact.document_count
+    assert fast.corpus.average_length == exact.average_length
+    for term, n in fast.corpus.document_frequency.items():
+        assert n == exact.document_frequency[term]
 
 
 @pytest.mark.django_db
@@ -172,6 +187,30 @@ def _set(row: MemoryEntry, **columns: Any) -> None:
             "WHERE revision_id = %s",
             [*(columns[n] for n in names), row.revision_id],
         )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_usage_never_reweighs_bm25(require_postgres, member) -> None:
+    # Long rows and short ones; bumping only the long ones must leave every statistic,
+    # and so every row's BM25 value, as it was.
+    rows = [
+        _profile_row(
+            member,
+            i,
+            f"coffee note {i}" if i % 2 else f"tea note {i} with a much longer body of words",
+            NOW - timedelta(hours=i),
+        )
+        for i in range(300)
+    ]
+    MemoryEntry.objects.bulk_create(rows)
+    request = _profile_request(member, "coffee note", "assistant")
+    before = _cached(request, member)
+    _assert_exact_statistics(before, request, member)
+    for row in rows[::2]:
+        _set(row, reference_count=9, last_referenced_at=NOW)
+    after = _cached(request, member)
+    assert after.corpus == before.corpus
+    assert _entries(after.result) == _entries(before.result)
 
 
 @pytest.mark.django_db(transaction=True)
