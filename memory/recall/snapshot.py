@@ -165,8 +165,7 @@ class Snapshot:
         # Epoch seconds (`ends`: +inf for a suppression without end, -inf for none), the
         # reference and origin terms before weighting, the body's characters and terms.
         self.floats = {
-            k: np.zeros(0)
-            for k in ("ends", "anchor", "updated", "refs", "origin", "length")
+            k: np.zeros(0) for k in ("ends", "anchor", "updated", "refs", "origin", "length")
         }
         self.vectors = np.zeros((0, embedding.DIMENSION), dtype=np.float32)
         self.has_vector = np.zeros(0, dtype=bool)
@@ -223,9 +222,7 @@ class Snapshot:
         lexical, _, jaccard = stored.partition(WORDS_SPLIT)
         return lexical if self.lexical else jaccard
 
-    def put(
-        self, light: Sequence[Any], words: str | None = None, vector: Any = None
-    ) -> None:
+    def put(self, light: Sequence[Any], words: str | None = None, vector: Any = None) -> None:
         """Add or update one row from its `_light` columns (and, for a revision not seen
         before, its `words` and stored vector)."""
         revision = light[0]
