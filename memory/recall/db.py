@@ -1111,7 +1111,7 @@ def _reach_filter(
     if rest <= 0.0:
         return None
     # For a question the recency term is scaled by the semantic value (`recall.score`).
-    weight = recall.WEIGHTS["recency"] * (1.0 if briefing else best)
+    weight = recall.WEIGHTS["recency"] * (1.0 if briefing else best * recall.QUESTION_SLOPE)
     # The oldest anchor that can still make it, a second early: read a row more, never fewer.
     age = -math.log(rest / weight) / recall.RECENCY_RATE if rest < weight else 0.0
     floor = now - timedelta(seconds=age + 1.0)
@@ -1129,10 +1129,11 @@ def _reach_filter(
             f"+ {_literal(recall.WEIGHTS['semantic'])} * {semantic_sql} >= %s::float8"
         )
         return sql, [floor, now, now, base, *shares, cut]
-    # `recall.score` for a question: the semantic value times (its weight + the rest).
+    # `recall.score` for a question: the semantic value times its factor.
     sql = (
         f"{_ANCHOR} >= %s::timestamptz AND {semantic_sql} "
-        f"* ({_literal(recall.WEIGHTS['semantic'])} + {_static_sql()}) >= %s::float8"
+        f"* ({_literal(recall.QUESTION_BASE)} + {_literal(recall.QUESTION_SLOPE)} "
+        f"* {_static_sql()}) >= %s::float8"
     )
     return sql, [floor, base, *shares, now, now, cut]
 

@@ -163,6 +163,15 @@ RECENCY_RATE = math.log(2) / RECENCY_SCALE.total_seconds()
 # The most the semantic term can add; a fast path may skip a row whose
 # `score_without_semantic` plus this cannot beat the k-th score it already holds.
 SEMANTIC_UPPER_BOUND = _W_SEMANTIC
+# The most recency, references and origin can add together.
+STATIC_MAX = _W_RECENCY + _W_REFERENCES + _W_ORIGIN * max(ORIGIN_WEIGHTS.values())
+# For a question, the share of a memory's score that recency, references and origin can
+# move; the rest is relevance alone. So they decide among memories within about a tenth of
+# each other's relevance, and a memory recalled for every question cannot crowd out one
+# that matches better (docs/decisions/recall.md, "Usage within a band").
+CONTEXT_SHARE = 0.4
+QUESTION_BASE = 1.0 - CONTEXT_SHARE
+QUESTION_SLOPE = CONTEXT_SHARE / STATIC_MAX
 
 # --------------------------------------------------------------------------------------
 # Per-surface budgets
@@ -408,21 +417,27 @@ def score(
 ) -> float:
     """The blended score, rounded so float noise cannot reorder results.
 
-    For a question, recency, references and origin are scaled by the semantic value: they
-    order memories that are comparably relevant, and can add at most what relevance already
-    earned (a memory matching half as well needs more than twice the usage to pass one
-    that matches fully, and a memory matching nothing gets nothing from them). For a
-    briefing they count in full, as the spec's blend has it.
+    For a question, the semantic value times a factor that recency, references and origin
+    move within `CONTEXT_SHARE`: they order memories that are comparably relevant, a
+    memory matching nothing gets nothing from them, and one matching a tenth less needs
+    more than every bump there is to pass. For a briefing they count in full, as the
+    spec's blend has it.
     """
     value = _clamp_unit(semantic_value)
     static = score_without_semantic(candidate, now)
-    return round(_W_SEMANTIC * value + (static if briefing else value * static), SCORE_DECIMALS)
+    if briefing:
+        return round(_W_SEMANTIC * value + static, SCORE_DECIMALS)
+    return round(value * (QUESTION_BASE + QUESTION_SLOPE * static), SCORE_DECIMALS)
 
 
 def max_possible_score(candidate: Candidate, now: datetime) -> float:
     """An upper bound on `score` whatever the semantic term and the query (rounding is
-    monotone; with a semantic value of 1 both forms are the spec's sum)."""
-    return round(score_without_semantic(candidate, now) + SEMANTIC_UPPER_BOUND, SCORE_DECIMALS)
+    monotone; a question's score is highest with a semantic value of 1)."""
+    static = score_without_semantic(candidate, now)
+    return round(
+        max(static + SEMANTIC_UPPER_BOUND, QUESTION_BASE + QUESTION_SLOPE * static),
+        SCORE_DECIMALS,
+    )
 
 
 # --------------------------------------------------------------------------------------

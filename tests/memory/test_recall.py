@@ -21,6 +21,7 @@ from memory.enums import (
 )
 from memory.recall.pipeline import (
     BUDGETS,
+    CONTEXT_SHARE,
     DROP_REASONS,
     ORIGIN_WEIGHTS,
     SEMANTIC_UPPER_BOUND,
@@ -462,15 +463,44 @@ def test_weights_and_origin_weights_are_the_specs() -> None:
         "operator-copilot": 0.4,
     }
     assert SEMANTIC_UPPER_BOUND == 0.35
+    assert CONTEXT_SHARE == 0.4
+
+
+def _question_score(semantic: float, static: float) -> float:
+    # Recency, references and origin (at most 0.65 together) move 0.4 of a question's score.
+    return round(semantic * (0.6 + 0.4 * (static / 0.65)), 6)
 
 
 def test_score_is_the_four_factor_blend() -> None:
     row = candidate(reference_count=4, last_referenced_at=NOW - timedelta(days=3))
     result = resolve([row], request(query="Coffee!"))
     # body tokens {likes, coffee, the, morning}; query {coffee} -> Jaccard 1/4; for a
-    # question the other three terms count in proportion to that relevance
+    # question the other three terms scale that relevance by a factor in [0.6, 1]
     static = 0.4 * 2 ** (-3 / 30) + 0.15 * 0.4 + 0.1 * 1.0
-    assert result.entries[0].score == round(0.35 * 0.25 + 0.25 * static, 6)
+    assert result.entries[0].score == _question_score(0.25, static)
+
+
+@pytest.mark.parametrize(
+    ("bumped_value", "plain_value", "bumped_first"),
+    [
+        # every bump there is, fresh and member-stated, against none: a tenth less
+        # relevant loses, a twentieth less wins (the usage decides among comparable ones)
+        (0.9, 1.0, False),
+        (0.95, 1.0, True),
+        (0.45, 0.5, False),
+        (0.48, 0.5, True),
+    ],
+)
+def test_usage_decides_only_among_comparably_relevant_memories(
+    bumped_value: float, plain_value: float, bumped_first: bool
+) -> None:
+    rows = [
+        candidate("bumped", reference_count=50, last_referenced_at=NOW),
+        candidate("plain", updated_at=NOW),
+    ]
+    values = {"bumped": bumped_value, "plain": plain_value}
+    result = resolve(rows, request(), semantic=lambda _q, c: values[c.entry_id])
+    assert returned(result) == (["bumped", "plain"] if bumped_first else ["plain", "bumped"])
 
 
 def test_a_briefing_scores_with_the_specs_plain_blend() -> None:
@@ -509,7 +539,7 @@ def test_injected_semantic_function_is_used_and_clamped() -> None:
     assert result.audit_envelope.suppression_counts == {"no-match-for-query": 1}
     assert result.entries[0].score == max_possible_score(rows[1], NOW)
     static = score_without_semantic(rows[0], NOW)
-    assert result.entries[1].score == round(0.35 * 0.2 + 0.2 * static, 6)
+    assert result.entries[1].score == _question_score(0.2, static)
     briefing = resolve(rows, request(query=""), semantic=lambda _q, c: values[c.entry_id])
     assert returned(briefing)[-1] == "e-3"
     assert briefing.entries[-1].score == round(static, 6)
