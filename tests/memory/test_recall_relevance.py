@@ -123,6 +123,46 @@ def test_no_number_of_bumps_lifts_an_unmatched_memory_above_a_matched_one(
     assert json.dumps(recall.to_wire(after)) == json.dumps(recall.to_wire(before))
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    better=st.tuples(st.floats(0.05, 1.0), usage),
+    worse=st.tuples(st.floats(0.0, 1.0), usage),
+    same_time_and_origin=st.booleans(),
+)
+def test_usage_and_recency_only_order_memories_of_comparable_relevance(
+    better: tuple[float, tuple[int, int, Origin]],
+    worse: tuple[float, tuple[int, int, Origin]],
+    same_time_and_origin: bool,
+) -> None:
+    """Whatever their usage, recency and origin, a memory matching less than 60 % as well
+    never passes the other (`CONTEXT_SHARE`); written and last used at the same time by the
+    same origin, fresh, one matching a tenth less never does."""
+    (a, (refs_a, age_a, origin_a)), (b, (refs_b, age_b, origin_b)) = better, worse
+    if same_time_and_origin:
+        age_a = age_b = 0
+        origin_b = origin_a = Origin.USER_STATED
+        b = min(b, 0.9 * a)
+    else:
+        b = min(b, 0.59 * a)
+
+    def row(entry_id: str, refs: int, age: int, origin: Origin) -> recall.Candidate:
+        stamp = NOW - timedelta(seconds=age)
+        return _candidate(
+            entry_id,
+            "anything",
+            reference_count=refs,
+            last_referenced_at=stamp,
+            updated_at=stamp,
+            origin=origin,
+        )
+
+    rows = [row("e-better", refs_a, age_a, origin_a), row("e-worse", refs_b, age_b, origin_b)]
+    values = {"e-better": a, "e-worse": b}
+    result = recall.resolve(rows, _request(), semantic=lambda _q, c: values[c.entry_id])
+    returned = [e.candidate.entry_id for e in result.entries]
+    assert returned[0] == "e-better"
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     values=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=10),
