@@ -427,7 +427,13 @@ def score(
     static = score_without_semantic(candidate, now)
     if briefing:
         return round(_W_SEMANTIC * value + static, SCORE_DECIMALS)
-    return round(value * (QUESTION_BASE + QUESTION_SLOPE * static), SCORE_DECIMALS)
+    return round(value * question_factor(static), SCORE_DECIMALS)
+
+
+def question_factor(static: Any) -> Any:
+    """What a question's semantic value is multiplied by: 1 - `CONTEXT_SHARE` plus the share
+    recency, references and origin (`static`, a float or a numpy array of them) earn."""
+    return QUESTION_BASE + QUESTION_SLOPE * static
 
 
 def max_possible_score(candidate: Candidate, now: datetime) -> float:
@@ -435,7 +441,7 @@ def max_possible_score(candidate: Candidate, now: datetime) -> float:
     monotone; a question's score is highest with a semantic value of 1)."""
     static = score_without_semantic(candidate, now)
     return round(
-        max(static + SEMANTIC_UPPER_BOUND, QUESTION_BASE + QUESTION_SLOPE * static),
+        max(static + SEMANTIC_UPPER_BOUND, question_factor(static)),
         SCORE_DECIMALS,
     )
 

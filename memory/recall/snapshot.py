@@ -163,7 +163,7 @@ class Snapshot:
             for k in ("scope", "adapter", "category", "cluster", "reason", "sensitive")
         }
         # Epoch seconds (`ends`: +inf for a suppression without end, -inf for none), the
-        # reference and origin terms before weighting, the body's characters and terms.
+        # reference and origin terms before weighting, the body's terms.
         self.floats = {
             k: np.zeros(0) for k in ("ends", "anchor", "updated", "refs", "origin", "length")
         }
@@ -558,7 +558,7 @@ class Snapshot:
             return static + recall.WEIGHTS["semantic"] * value, value
         # `recall.score` for a question; a row that cannot exceed the relevance floor
         # cannot be returned at all.
-        score = value * (recall.QUESTION_BASE + recall.QUESTION_SLOPE * static)
+        score = value * recall.question_factor(static)
         # Jaccard and BM25 values are exact here, 0 exactly when no word is shared; an
         # exact hybrid value may differ from the pipeline's in its last bits, hence the margin.
         score[value <= (floor - _MARGIN if floor > 0.0 else 0.0)] = -_INF
