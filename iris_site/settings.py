@@ -152,7 +152,7 @@ if not REDIS_URL and not IRIS_EAGER_TASKS:
         "REDIS_URL must be set when DEBUG is off (or IRIS_EAGER_TASKS=1 to run jobs in-process)"
     )
 CACHES = (
-    {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    {"default": {"BACKEND": "iris_site.cache.RedisCache", "LOCATION": REDIS_URL}}
     if REDIS_URL
     else {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 )

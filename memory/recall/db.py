@@ -39,7 +39,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -196,6 +196,18 @@ def inactive_drops(
     path reads, counted in one grouped statement (caller has checked that `member`
     belongs to the request's tenant). Each group's reason is the pipeline's own verdict
     (`recall.reachable_drop_reason`), so the gates' order holds here as in `resolve`."""
+    statement = inactive_drops_sql(request, member=member, adapter_scopes=adapter_scopes)
+    if statement is None:
+        return {}
+    return inactive_drops_of(request, _fetch(*statement))
+
+
+def inactive_drops_sql(
+    request: recall.RecallRequest, *, member: Any, adapter_scopes: Sequence[str] | None
+) -> tuple[str, list[Any]] | None:
+    """`inactive_drops`' statement (None: no row can be reachable), for a caller that asks
+    it within another; its rows are (safety category, suppression reason, suppression
+    still on, lifecycle, count), for `inactive_drops_of`."""
     postgres = connection.vendor == "postgresql"
     keys = sorted(recall.reachable_scope_keys(request))
     tenant = uuid.UUID(str(request.tenant_id))
@@ -216,13 +228,19 @@ def inactive_drops(
     if adapter_scopes is not None:
         scopes = sorted(adapter_scopes)
         if not scopes:
-            return {}
+            return None
         sql += f" AND {_one_of('adapter_scope', len(scopes))}"
         params += [scopes] if postgres else scopes
-    sql += " GROUP BY 1, 2, 3, 4"
+    return sql + " GROUP BY 1, 2, 3, 4", params
+
+
+def inactive_drops_of(
+    request: recall.RecallRequest, rows: Iterable[Sequence[Any]]
+) -> dict[str, int]:
+    """`inactive_drops_sql`'s rows, counted by the pipeline's reason."""
     reason_of = recall.reachable_drop_reason(request)
     counts: dict[str, int] = {}
-    for safety, reason, on, lifecycle, n in _fetch(sql, params):
+    for safety, reason, on, lifecycle, n in rows:
         category = Category.SAFETY.value if safety else Category.PREFERENCE.value
         # Sensitive categories never decide here: a row that is not active is dropped by
         # the crisis frame, its suppression or its lifecycle first.

@@ -43,7 +43,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -460,14 +460,12 @@ class Snapshot:
             mask &= np.isin(self.ints["adapter"][:n], scopes)
         return mask
 
-    def gated(
-        self, request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
-    ) -> np.ndarray:
-        """Slots passing `recall_db._gates_sql`'s gates."""
+    def gated(self, request: recall.RecallRequest, reach: np.ndarray) -> np.ndarray:
+        """Slots passing `recall_db._gates_sql`'s gates; `reach` is `reachable`'s mask."""
         n = self.size
         if request.crisis_frame and not request.safety_critical_context:
             return np.zeros(0, dtype=np.int64)
-        mask = self.reachable(request, adapter_scopes)
+        mask = reach.copy()
         mask &= self.floats["ends"][:n] <= request.now.timestamp()
         if request.crisis_frame:
             mask &= self.ints["category"][:n] == self.codes.get("c:" + Category.SAFETY.value, -1)
@@ -565,7 +563,7 @@ class Snapshot:
         return score, value
 
     def census(
-        self, request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
+        self, request: recall.RecallRequest, reach_mask: np.ndarray
     ) -> tuple[dict[str, int], np.ndarray, int]:
         """What `resolve` would do with every live reachable row, but score them: (drops by
         gate reason, mask of the dedupe winners among the rows passing every gate (by
@@ -576,7 +574,7 @@ class Snapshot:
         is the pipeline's rule: the most recent `updated_at` of a conflict key wins, ties
         to the lower entry id."""
         n = self.size
-        reach = np.flatnonzero(self.reachable(request, adapter_scopes))
+        reach = np.flatnonzero(reach_mask)
         winners = np.zeros(n, dtype=bool)
         counts: dict[str, int] = {}
         if not len(reach):
@@ -748,10 +746,14 @@ def _rows_sql(
 _BY_REVISION = f"(SELECT * FROM {_TABLE} WHERE revision_id = ANY(%s) OFFSET 0) AS {_TABLE}"  # noqa: S608
 
 
-def _catch_up(member: Any, snap: Snapshot) -> int:
+def _catch_up(
+    member: Any, snap: Snapshot, rider: tuple[str, list[Any]] | None = None
+) -> tuple[int, list[tuple[Any, ...]]]:
     """One round trip: what this look cannot see, and the current state of every revision
     noted by a writer the last look could not see (deleted ones come back empty); a second
-    only for revisions not seen before, for their words. Returns how many were noted.
+    only for revisions not seen before, for their words. Returns how many were noted, and
+    the rows of `rider`, a SELECT asked in the same round trip (the recall's count of rows
+    that are not active, `recall_db.inactive_drops_sql`).
 
     A writer that stays open (a long transaction) is read again at each look, but only its
     own changes, never everything written since it began."""
@@ -761,9 +763,18 @@ def _catch_up(member: Any, snap: Snapshot) -> int:
     # writer the last look could not see: with an OR of the two conditions, a generic plan
     # read every note the member has (20,000 after 10,000 writes) at each look. The revision
     # is probed by primary key alone, for the reason given at `_BY_REVISION`.
+    head = f"{_UNSEEN}, NULL"
+    head_params: list[Any] = []
+    if rider is not None:
+        # The rider's rows as one JSON array, so the header stays one row.
+        head = (
+            f"{_UNSEEN}, (SELECT json_agg(json_build_array(d.a, d.b, d.c, d.d, d.n)) "  # noqa: S608
+            f"FROM ({rider[0]}) AS d(a, b, c, d, n))"
+        )
+        head_params = list(rider[1])
     sql = (
         f"SELECT h.*, c.revision_id, m.* "  # noqa: S608
-        f"FROM (SELECT {_UNSEEN}) AS h "
+        f"FROM (SELECT {head}) AS h "
         f"LEFT JOIN (SELECT DISTINCT revision_id FROM {_CHANGES} WHERE member_id = %s "
         "AND xid >= %s::xid8 AND (xid >= %s::xid8 OR xid = ANY(%s::text[]::xid8[]))) AS c "
         f"ON true LEFT JOIN LATERAL (SELECT {_light('r.')} FROM (SELECT * FROM {_TABLE} "
@@ -771,16 +782,20 @@ def _catch_up(member: Any, snap: Snapshot) -> int:
         "WHERE r.tenant_id = %s AND r.member_id = %s) AS m ON true"
     )
     oldest = min([int(snap.unseen_from), *map(int, snap.unseen)])
-    params = [member.pk, str(oldest), snap.unseen_from, snap.unseen, member.tenant_id, member.pk]
+    params = [
+        *head_params,
+        *[member.pk, str(oldest), snap.unseen_from, snap.unseen, member.tenant_id, member.pk],
+    ]
     looked = time.monotonic()
     with plainsql.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    # Columns: the unseen writers (2), the noted revision, then its `_light` columns.
+    # Columns: the unseen writers (2), the rider's rows, the noted revision, then its
+    # `_light` columns.
     new: list[uuid.UUID] = []
     noted = 0
     for row in rows:
-        revision, light = row[2], row[3:]
+        revision, light = row[3], row[4:]
         if revision is None:
             continue
         noted += 1
@@ -798,7 +813,7 @@ def _catch_up(member: Any, snap: Snapshot) -> int:
                 snap.put(row[:_WORDS_AT], snap.words(row), vector)
     snap.unseen_from, snap.unseen = rows[0][0], rows[0][1]
     snap.looked = looked
-    return noted
+    return noted, [tuple(r) for r in rows[0][2] or ()]
 
 
 # The change log's triggers (migration 0008). Without them snapshots never learn of a
@@ -889,7 +904,7 @@ def warm(member: Any, ranker_name: str) -> None:
     """Build (or catch up) the member's snapshot, for the next recall."""
     if usable():
         with _LOCK:
-            _current(member, ranker_name)
+            _current(member, ranker_name)  # nothing rides: no recall is asking
 
 
 # A write catches up a snapshot that has not looked at the change log for this long: in a
@@ -953,18 +968,23 @@ def _rebuild_later(member: Any, ranker_name: str, stale: Snapshot) -> None:
     after_response.defer(rebuild, key=("recall-rebuild", *key))
 
 
-def _current(member: Any, ranker_name: str) -> Snapshot:
+def _current(
+    member: Any, ranker_name: str, rider: tuple[str, list[Any]] | None = None
+) -> tuple[Snapshot, list[tuple[Any, ...]] | None]:
+    """The member's snapshot, caught up; and `rider`'s rows when the catch-up asked it
+    (None when the snapshot was built instead)."""
     key = _key(member, ranker_name)
     snap = _CACHE.get(key)
     lifetime = float(settings.IRIS_RECALL_SNAPSHOT_SECONDS)
     now = time.monotonic()
+    ridden = None
     if snap is None or now - snap.looked > lifetime:
         snap = _build(member, ranker_name, follow=True)
     else:
         # Caught up, a snapshot past its lifetime still ranks on every change the log
         # noted; it is rebuilt (the bound on what a missed note could cost) after the
         # answer rather than before it, and at once outside a request.
-        _catch_up(member, snap)
+        _, ridden = _catch_up(member, snap, rider)
         if not _fresh(snap):
             if after_response.in_request():
                 _rebuild_later(member, ranker_name, snap)
@@ -984,7 +1004,7 @@ def _current(member: Any, ranker_name: str) -> Snapshot:
             break
         _CACHE.popitem(last=False)
         rows -= oldest.size
-    return snap
+    return snap, ridden
 
 
 # --------------------------------------------------------------------------------------
@@ -995,9 +1015,16 @@ def resolve_cached(
     request: recall.RecallRequest, *, member: Any, **options: Any
 ) -> recall_db.FastRecall:
     """`recall_db.fast_resolve`'s answer from this worker's snapshot of the member."""
+    # The count of rows that are not active rides on the catch-up's round trip.
+    drops = recall_db.inactive_drops_sql(
+        request, member=member, adapter_scopes=options.get("adapter_scopes")
+    )
     with _LOCK:
-        snap = _current(member, options.get("ranker_name", "jaccard"))
-        return _resolve(snap, request, member=member, **options)
+        snap, ridden = _current(member, options.get("ranker_name", "jaccard"), drops)
+        if drops is None:
+            ridden = []
+        inactive = None if ridden is None else recall_db.inactive_drops_of(request, ridden)
+        return _resolve(snap, request, member=member, inactive=inactive, **options)
 
 
 def resolve_once(
@@ -1020,10 +1047,14 @@ def _resolve(
     encoder: Any = None,
     first_read: int = FIRST_READ,
     query_vector: Any = None,
+    inactive: Mapping[str, int] | None = None,
 ) -> recall_db.FastRecall:
-    """`query_vector`: a future of the query's embedding, when the caller started it."""
+    """`query_vector`: a future of the query's embedding, when the caller started it.
+    `inactive`: `recall_db.inactive_drops`' counts, when the caller has them."""
     gates = recall_db._gates_sql(request, member=member, adapter_scopes=adapter_scopes)
-    gated = snap.gated(request, adapter_scopes) if gates is not None else np.zeros(0, np.int64)
+    # The reachable rows, worked out once for the gates and the census.
+    reach = snap.reachable(request, adapter_scopes)
+    gated = snap.gated(request, reach) if gates is not None else np.zeros(0, np.int64)
     corpus = snap.corpus(gated, query_terms(request.query)) if snap.lexical else None
 
     # The envelope counts every reachable row (DESIGN invariant 9), most of which are never
@@ -1033,10 +1064,10 @@ def _resolve(
     # within rounding of the floor) is read back, so `resolve` settles it. The counts come
     # first: they do not need the query's embedding, which a helper thread may still be
     # computing meanwhile.
-    counts, winner_slots, deduped = snap.census(request, adapter_scopes)
-    for reason, n in recall_db.inactive_drops(
-        request, member=member, adapter_scopes=adapter_scopes
-    ).items():
+    counts, winner_slots, deduped = snap.census(request, reach)
+    if inactive is None:
+        inactive = recall_db.inactive_drops(request, member=member, adapter_scopes=adapter_scopes)
+    for reason, n in inactive.items():
         counts[reason] = counts.get(reason, 0) + n
 
     vector = None

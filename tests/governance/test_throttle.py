@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from django.core.cache import caches
@@ -115,17 +116,21 @@ def test_never_more_than_the_limit_in_a_fixed_window(gaps) -> None:
         assert sum(1 for t in allowed_at if start <= t < start + MINUTE) <= 10
 
 
+def _redis_cache(url: str, prefix: str) -> dict[str, Any]:
+    """The project's Redis cache (settings.CACHES), its keys under a prefix of their own."""
+    return {
+        "default": {
+            "BACKEND": "iris_site.cache.RedisCache",
+            "LOCATION": url,
+            "KEY_PREFIX": f"{prefix}-{uuid.uuid4().hex[:8]}",
+        }
+    }
+
+
 def test_processes_share_one_count_on_redis(require_redis, key) -> None:
     """Every gunicorn worker counts against one limit: the counter lives in Redis and is
     incremented atomically, and it expires after the window after next."""
-    redis_cache = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": require_redis,
-            "KEY_PREFIX": f"throttle-{uuid.uuid4().hex[:8]}",
-        }
-    }
-    with override_settings(CACHES=redis_cache):
+    with override_settings(CACHES=_redis_cache(require_redis, "throttle")):
         clock = Clock(6000.0)
         cls = throttle_class("4/min", clock, key)
         first, second = cls(), cls()  # two workers' throttles
@@ -138,3 +143,16 @@ def test_processes_share_one_count_on_redis(require_redis, key) -> None:
         ttl = client.ttl(backend.make_and_validate_key(f"{key}:w100"))
         assert 0 < ttl <= 2 * MINUTE
         backend.delete(f"{key}:w100")
+
+
+def test_the_cache_keeps_one_redis_client(require_redis) -> None:
+    """Each cache call used to build a new `redis.Redis`; the project's backend keeps one
+    per connection pool, and it still reads and writes."""
+    with override_settings(CACHES=_redis_cache(require_redis, "client")):
+        backend = caches["default"]
+        first = backend._cache.get_client(None, write=True)  # noqa: SLF001
+        assert backend._cache.get_client("k", write=True) is first  # noqa: SLF001
+        backend.set("k", 1)
+        assert backend.incr("k") == 2
+        assert backend.get("k") == 2
+        backend.delete("k")

@@ -257,7 +257,7 @@ def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> Non
 
 
 def _census_by_revision(snap: recall_snapshot.Snapshot, request: recall.RecallRequest) -> Any:
-    counts, winners, deduped = snap.census(request, None)
+    counts, winners, deduped = snap.census(request, snap.reachable(request, None))
     return counts, {snap.revisions[at] for at in winners.nonzero()[0].tolist()}, deduped
 
 
@@ -358,12 +358,12 @@ def test_a_writer_left_open_costs_each_look_only_its_own_changes(require_postgre
         for i in range(3):
             _set(rows[i], reference_count=5)
             # This change alone: not every change since the open writer began.
-            assert recall_snapshot._catch_up(member, snap) == 1
-        assert recall_snapshot._catch_up(member, snap) == 0
+            assert recall_snapshot._catch_up(member, snap)[0] == 1
+        assert recall_snapshot._catch_up(member, snap)[0] == 0
         slow.commit()
-    assert recall_snapshot._catch_up(member, snap) == 1  # the writer's, once it committed
+    assert recall_snapshot._catch_up(member, snap)[0] == 1  # the writer's, once it committed
     assert snap.floats["refs"][snap.slot[rows[9].revision_id]] == 0.9
-    assert recall_snapshot._catch_up(member, snap) == 0
+    assert recall_snapshot._catch_up(member, snap)[0] == 0
 
 
 @pytest.mark.django_db(transaction=True)

@@ -104,7 +104,9 @@ def test_a_write_soon_after_a_look_leaves_the_catch_up_to_the_next_recall(
     looks: list[int] = []
     catch_up = recall_snapshot._catch_up
     monkeypatch.setattr(
-        recall_snapshot, "_catch_up", lambda m, s: looks.append(m.pk) or catch_up(m, s)
+        recall_snapshot,
+        "_catch_up",
+        lambda m, s, *rider: looks.append(m.pk) or catch_up(m, s, *rider),
     )
     second = _write(surface_api, ready, "I cycle to work along the river", "commute")
     assert looks == [] and not snap.known(_uuid(second))  # looked less than a second ago
