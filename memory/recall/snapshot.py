@@ -69,9 +69,10 @@ if TYPE_CHECKING:
 
 _TABLE = recall_db._TABLE
 _CHANGES = "memory_recallchange"
-# Rows read back in the first round: the budget's 12 twice over, with room for rows the
-# pipeline's own gates drop (sensitive categories without consent or context).
-FIRST_READ = 32
+# Rows read back in the first round beyond the budget: room for rows the pipeline's own
+# gates drop (sensitive categories without consent or context). More rounds follow when
+# that is not enough; each row read costs its decoding (docs/decisions/recall.md).
+FIRST_READ_SPARE = 4
 # Scores are rounded to 6 places; rows this close under the k-th score are read too.
 _MARGIN = 1e-5
 _INF = float("inf")
@@ -1045,7 +1046,7 @@ def _resolve(
     ranker_name: str = "jaccard",
     prepare: Any = None,
     encoder: Any = None,
-    first_read: int = FIRST_READ,
+    first_read: int | None = None,
     query_vector: Any = None,
     inactive: Mapping[str, int] | None = None,
 ) -> recall_db.FastRecall:
@@ -1118,7 +1119,7 @@ def _resolve(
     )
     unread = np.ones(len(gated), dtype=bool)  # by position in `gated`
     cap = recall_db._cap(request)
-    depth = max(1, first_read)
+    depth = max(1, cap + FIRST_READ_SPARE if first_read is None else first_read)
     picked = _best(score, depth)
     picked = np.union1d(picked[possible[picked]], np.flatnonzero(unsure))
     rounds = 0
