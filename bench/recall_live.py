@@ -38,7 +38,9 @@ memories compete as near-duplicates (and with fresher timestamps).
 Beside each live figure, a control: the same questions through the pure `resolve`
 in-process over the same memories, recency, usage and origin equal and nothing bumped
 (`recall_quality`'s recall pass; `--no-control` skips it). The gap between the two is
-what live use costs.
+what live use costs. `last_less_first_quarter` is the stream's last quarter's hit@12 less
+its first's; the control's own figure is what the questions' difficulty alone does, and
+`drift_from_usage`, the difference, is what the usage bumps do.
 
 Which worker answered: the app sends no such header, so gunicorn's access log (a server
 flag, not app code) records each request's `X-Bench-Request` tag and the worker's pid. The
@@ -618,6 +620,7 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
             sum(len(a) for a in answers if a is not None) / max(1, len(answers) - none), 2
         ),
         **control_figures(control_answers, asked, memories),
+        **drift(answers, wanted, control_answers, asked, memories),
         "recall_p50_ms": ms(percentile(latencies, 50)),
         "recall_p95_ms": ms(percentile(latencies, 95)),
         "recall_p99_ms": ms(percentile(latencies, 99)),
@@ -663,6 +666,33 @@ def control_figures(
         ],
         "control_missed": missed(answers, wanted),
     }
+
+
+def drift(
+    answers: Sequence[list[str] | None],
+    wanted: Sequence[frozenset[str]],
+    control_answers: list[list[str]] | None,
+    asked: Sequence[Question],
+    memories: Sequence[labelled.Memory],
+) -> dict[str, Any]:
+    """hit@12 of the last quarter less the first, live and in the control. The questions
+    of two quarters differ, and so does how hard they are: the control, where nothing is
+    bumped, shows that part, and what live use adds to it is the drift usage causes."""
+    first, *_, last = quarters(len(asked))
+
+    def change(got: Sequence[list[str] | None], want: Sequence[frozenset[str]]) -> float:
+        def hit(r: range) -> float:
+            return quality([got[i] for i in r], [want[i] for i in r])[f"hit@{K}"] or 0.0
+
+        return round(hit(last) - hit(first), 4)
+
+    out: dict[str, Any] = {"last_less_first_quarter": change(answers, wanted)}
+    if control_answers is not None:
+        control_wanted = [frozenset(memories[i].entry_id for i in q.relevant) for q in asked]
+        control = change(control_answers, control_wanted)
+        out["control_last_less_first_quarter"] = control
+        out["drift_from_usage"] = round(out["last_less_first_quarter"] - control, 4)
+    return out
 
 
 def table(records: Sequence[dict[str, Any]]) -> str:
