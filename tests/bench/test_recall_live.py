@@ -69,3 +69,27 @@ def test_worker_of_reads_tag_and_pid_from_the_access_log(live: ModuleType, tmp_p
     log = tmp_path / "access.log"
     log.write_text("r0 <101> 200\n- <102> 200\nf0 <102> 400\n")
     assert live.worker_of(log) == {"r0": "101", "f0": "102"}
+
+
+def test_drift_is_what_live_use_adds_to_the_questions_own_difference(live: ModuleType) -> None:
+    from types import SimpleNamespace
+
+    memories = [SimpleNamespace(entry_id=f"m{i}") for i in range(8)]
+    asked = [live.Question(f"q{i}", frozenset({i})) for i in range(8)]
+    wanted = [frozenset({f"m{i}"}) for i in range(8)]
+    # Live: the first quarter both hit, the last quarter one of two. Control: the last
+    # quarter's second question is missed there too (a hard question), so usage adds nothing.
+    live_answers = [["m0"], ["m1"], ["m2"], ["m3"], ["m4"], ["m5"], ["m6"], ["x"]]
+    control = [["m0"], ["m1"], ["m2"], ["m3"], ["m4"], ["m5"], ["m6"], ["y"]]
+    figures = live.drift(live_answers, wanted, control, asked, memories)
+    assert figures == {
+        "last_less_first_quarter": -0.5,
+        "control_last_less_first_quarter": -0.5,
+        "drift_from_usage": 0.0,
+    }
+    # The same live answers against a control that hits everything: the drift is usage's.
+    perfect = [[f"m{i}"] for i in range(8)]
+    assert live.drift(live_answers, wanted, perfect, asked, memories)["drift_from_usage"] == -0.5
+    assert live.drift(live_answers, wanted, None, asked, memories) == {
+        "last_less_first_quarter": -0.5
+    }
