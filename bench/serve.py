@@ -108,8 +108,9 @@ def postmaster_pid(db_url: str) -> int:
 
     with psycopg.connect(db_url, autocommit=True) as conn:
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
-    assert row is not None
-    return int(_stat(int(row[0]))[1])
+        assert row is not None
+        # Read while the backend is alive: it leaves when the connection closes.
+        return int(_stat(int(row[0]))[1])
 
 
 def gunicorn_master(base: str) -> int:
