@@ -225,8 +225,9 @@ def _rows(model: type[models.Model], objs: Sequence[models.Model]) -> tuple[str,
     return _values(model, len(objs)), _params(model, objs)
 
 
-# Fields whose value JSON carries to the column unchanged. Floats are left out (JSON has no
-# NaN), as are bytes and anything with its own encoder.
+# Fields whose value JSON carries to the column unchanged (a foreign key when its target
+# is one). Floats are left out (JSON has no NaN), as are bytes and anything with its own
+# encoder.
 _JSON_SAFE = (
     models.UUIDField,
     models.DateTimeField,
@@ -234,7 +235,6 @@ _JSON_SAFE = (
     models.TextField,
     models.IntegerField,
     models.BooleanField,
-    models.ForeignKey,
 )
 
 
