@@ -85,6 +85,7 @@ def test_unknown_setting_names_the_setting_and_the_choices() -> None:
 
 
 def test_hybrid_without_the_model_refuses_to_start(monkeypatch) -> None:
+    monkeypatch.setattr(embedding, "_default", None)
     monkeypatch.setattr(embedding, "unavailable_reason", lambda: "model package missing")
     with pytest.raises(embedding.EmbeddingUnavailable, match="hybrid but model package missing"):
         semantic.semantic_for("hybrid")
@@ -92,6 +93,21 @@ def test_hybrid_without_the_model_refuses_to_start(monkeypatch) -> None:
 
 def test_hybrid_is_selected_when_the_model_is_installed(encoder: embedding.Encoder) -> None:
     assert semantic.semantic_for("hybrid") is semantic.hybrid
+
+
+def test_a_loaded_model_is_not_looked_for_on_disk_again(monkeypatch, encoder) -> None:
+    # Every recall asks for its ranker; the files were found when the model loaded.
+    monkeypatch.setattr(embedding, "_default", encoder)
+
+    def looked(*_: object) -> str:
+        raise AssertionError("looked for the model on disk")
+
+    monkeypatch.setattr(embedding, "unavailable_reason", looked)
+    assert embedding.loaded()
+    assert semantic.semantic_for("hybrid") is semantic.hybrid
+    monkeypatch.setattr(embedding, "_default", None)
+    with pytest.raises(AssertionError, match="looked for the model on disk"):
+        semantic.semantic_for("hybrid")
 
 
 @pytest.mark.parametrize("setting", [None, "", "hybrid"])

@@ -873,8 +873,14 @@ def prefetch(text: str) -> Any:
     return _prefetcher.submit(default_encoder().encode_one, text)
 
 
+def loaded() -> bool:
+    """Whether the process-wide encoder has loaded: then the model is available here, and
+    nothing on disk needs looking at again (`unavailable_reason` costs about 0.15 ms)."""
+    return _default is not None
+
+
 def ready() -> bool:
     """Whether the process-wide encoder is loaded, or could be: `available()` looks for
     packages and files on disk (~0.2 ms), too much to ask on every write once loaded.
     False once a load has failed in this process."""
-    return _default is not None or (_load_failure is None and available())
+    return loaded() or (_load_failure is None and available())

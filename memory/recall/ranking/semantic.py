@@ -217,7 +217,8 @@ def semantic_for(setting_name: str | None) -> Ranker:
         raise ValueError(
             f"{SETTING_NAME} must be one of {', '.join(RANKERS)}; got {setting_name!r}"
         )
-    if name == "hybrid":
+    if name == "hybrid" and not embedding.loaded():
+        # Asked at every recall: once the model has loaded, it is there.
         reason = embedding.unavailable_reason()
         if reason is not None:
             raise embedding.EmbeddingUnavailable(f"{SETTING_NAME}=hybrid but {reason}")
