@@ -24,6 +24,13 @@ import sys
 # Objects allocated between collections of the youngest generation (CPython's default 700).
 YOUNG_THRESHOLD = 10_000
 
+# How long a warmed-up worker waits for its peers before taking requests (well inside
+# gunicorn's `--timeout`, which a worker still starting must not outlive).
+START_TOGETHER_SECONDS = 10.0
+
+# Made in the master before it forks (`when_ready`), inherited by each worker.
+_together = None
+
 
 def _settle() -> None:
     gc.collect()
@@ -33,14 +40,20 @@ def _settle() -> None:
 
 
 def when_ready(server) -> None:  # type: ignore[no-untyped-def]
+    global _together
+    from iris_site.warm import StartTogether
+
+    _together = StartTogether(server.num_workers)
     _settle()
 
 
 def post_worker_init(worker) -> None:  # type: ignore[no-untyped-def]
     from iris_site.warm import worker_ready
 
-    worker_ready()
+    worker_ready(worker.wsgi)
     _settle()
+    if _together is not None:
+        _together.arrive(START_TOGETHER_SECONDS)
 
 
 def worker_abort(worker) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,14 @@ docs/performance.md, "A worker's first request".
 
 from __future__ import annotations
 
+import io
+import json
 import logging
+import multiprocessing
+import sys
+import uuid
+from collections.abc import Callable
+from typing import Any
 
 logger = logging.getLogger("iris.warm")
 
@@ -38,13 +45,15 @@ def before_fork() -> None:
         model._meta.get_fields()
 
 
-def worker_ready() -> None:
+def worker_ready(app: Any = None) -> None:
     """Before the worker takes a request: open its Redis connection (the cache and the
     throttle share one pool), open its database connection and have its server process
     read the catalog entries of every table the app uses (a fresh PostgreSQL backend reads
-    them at each table's first query). The database connection stays open for
-    `DB_CONN_MAX_AGE` seconds, like any request's. A service that cannot answer is left to
-    the first request to report."""
+    them at each table's first query), rehearse a recall, then send requests through
+    `app` (the worker's WSGI application) that stop before any work
+    (`rehearse_requests`). The database connection stays open for `DB_CONN_MAX_AGE`
+    seconds, like any request's. A service that cannot answer is left to the first
+    request to report."""
     from django.apps import apps
     from django.core.cache import cache
     from django.db import DatabaseError, connection
@@ -78,3 +87,130 @@ def worker_ready() -> None:
         # Its transaction is rolled back; a connection the failure broke is replaced at the
         # first request (Django closes one that errored and no longer answers).
         logger.warning("worker start: recall not rehearsed: %s", type(exc).__name__)
+    if app is None:
+        return
+    try:
+        rehearse_requests(app)
+    except Exception as exc:  # noqa: BLE001  (the first request goes the same way, and reports)
+        logger.warning("worker start: requests not rehearsed: %s", type(exc).__name__)
+
+
+# The path the rehearsed requests take, and how many times each is sent: psycopg prepares
+# a statement at its third run (`recall.service.prepared_after`).
+REHEARSED_PATH = "/api/v1/recall"
+REHEARSALS = 3
+
+
+def rehearse_requests(app: Any) -> list[int]:
+    """Send requests through the worker's own WSGI application that stop before doing
+    anything, and return their statuses: so the worker's first request is not the one to
+    run the middleware, the API's authentication, throttle and validation, and the
+    problem answer for the first time in this process (each fills caches that Python,
+    Django and DRF build lazily, and copies the pages it writes of what the worker
+    shares with the master).
+
+    Two kinds, for the member whose memory changed last (none, none is sent):
+    - a bearer token that matches no client: 401, after the token's lookup;
+    - a surface of that member's tenant, authenticated in-process (a request object
+      built here is the only way in: nothing a client sends can do it), asking for a
+      recall with an out-of-range `limit`: 400 after the throttle, the member's lookup
+      and the request's validation, exactly as the live bench's floor.
+
+    Nothing is written but the throttle's counter for a client id that exists nowhere
+    (it expires with its window), and nothing is logged: these are not clients' errors."""
+    from django.core.handlers.wsgi import WSGIRequest
+
+    from governance.models import SurfaceClient
+    from governance.principal import SurfaceUser
+    from memory.recall.service import latest_member
+
+    member = latest_member() if hasattr(app, "get_response") else None
+    if member is None:
+        return []
+    body = {
+        "userId": str(member.public_id),
+        "scope": {"kind": "profile"},
+        "query": "",
+        "surface": "assistant",
+        "context": "general",
+        "limit": -1,
+    }
+    unknown = {"HTTP_AUTHORIZATION": f"Bearer iris_rehearsal-{uuid.uuid4().hex}"}
+    client = SurfaceClient(
+        id=uuid.uuid4(), tenant_id=member.tenant_id, surface="assistant", destination_tier="local"
+    )
+    statuses: list[int] = []
+    quiet = logging.getLogger("django.request")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        for _ in range(REHEARSALS):
+            statuses.append(_send(app, _environ(body, unknown), WSGIRequest))
+            statuses.append(
+                _send(app, _environ(body, {}), WSGIRequest, force_user=SurfaceUser(client))
+            )
+    finally:
+        quiet.setLevel(level)
+    return statuses
+
+
+def _environ(body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    from django.conf import settings
+
+    data = json.dumps(body).encode()
+    host = next((h.lstrip(".") for h in settings.ALLOWED_HOSTS if h != "*"), "localhost")
+    return {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": REHEARSED_PATH,
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": "",
+        "SERVER_NAME": host,
+        "SERVER_PORT": "443",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "HTTP_HOST": host,
+        # Secure by either reading (the scheme, or the proxy's header when one is set):
+        # the HTTPS redirect would otherwise answer before the app.
+        "wsgi.url_scheme": "https",
+        "HTTP_X_FORWARDED_PROTO": "https",
+        "REMOTE_ADDR": "127.0.0.1",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(data)),
+        "wsgi.input": io.BytesIO(data),
+        "wsgi.errors": sys.stderr,
+        **headers,
+    }
+
+
+def _send(
+    app: Any, environ: dict[str, Any], request_class: Callable[..., Any], force_user: Any = None
+) -> int:
+    request = request_class(environ)
+    if force_user is not None:
+        # DRF's own hook for a request authenticated in-process (its test client uses it).
+        request._force_auth_user = force_user
+    response = app.get_response(request)
+    response.close()
+    return int(response.status_code)
+
+
+class StartTogether:
+    """The workers of one start take requests together, once each has warmed up: one that
+    took requests while its peers warmed up shared the machine's cores with them
+    (docs/performance.md, "A restart's first recalls"). Made in the master before it
+    forks; a worker that starts later (one replaced, or added) finds the others in and
+    goes on."""
+
+    def __init__(self, workers: int) -> None:
+        context = multiprocessing.get_context("fork")
+        self.workers = workers
+        self._arrived = context.Value("i", 0)
+        self._all_in = context.Event()
+
+    def arrive(self, timeout: float) -> bool:
+        """Count this worker in and wait, at most `timeout` seconds, for the rest; returns
+        whether all came (a worker that failed to start does not hold the others up)."""
+        with self._arrived.get_lock():
+            self._arrived.value += 1
+            if self._arrived.value >= self.workers:
+                self._all_in.set()
+        return self._all_in.wait(timeout)

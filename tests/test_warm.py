@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import queue
 
 import pytest
 from django.apps import apps
@@ -151,3 +152,107 @@ def test_a_failing_encoder_is_left_to_the_first_recall(settings, monkeypatch, ca
     assert "worker start: query encoder not warmed: RuntimeError" in [
         r.getMessage() for r in caplog.records
     ]
+
+
+def _write_one(surface_api, member) -> None:
+    from tests.factories import payload
+
+    response = surface_api.post(
+        "/api/v1/memories", payload(member, body="I keep bees on the roof"), format="json"
+    )
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rehearsed_requests_stop_before_any_work(
+    require_postgres, ready, surface_api, settings, caplog
+) -> None:
+    from django.core.handlers.wsgi import WSGIHandler
+
+    from governance.models import AuditEvent, SurfaceClient
+    from memory.models import MemoryEntry
+
+    settings.IRIS_RECALL_SNAPSHOT = True
+    _write_one(surface_api, ready)
+    audit = AuditEvent.objects.count()
+    usage = list(MemoryEntry.objects.values_list("revision_id", "reference_count"))
+    clients = SurfaceClient.objects.count()
+    quiet = logging.getLogger("django.request")
+    level = quiet.level
+    with caplog.at_level(logging.DEBUG):
+        statuses = warm.rehearse_requests(WSGIHandler())
+    # An unknown token, then the floor: validation after the member's lookup. Each three
+    # times, so the driver prepares their statements.
+    assert statuses == [401, 400] * warm.REHEARSALS
+    assert AuditEvent.objects.count() == audit
+    assert list(MemoryEntry.objects.values_list("revision_id", "reference_count")) == usage
+    assert SurfaceClient.objects.count() == clients  # the in-process client is never saved
+    assert not [r for r in caplog.records if r.name == "django.request"]
+    assert quiet.level == level
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_request_is_rehearsed_without_a_member_or_a_django_app(
+    require_postgres, ready, surface_api, settings
+) -> None:
+    from django.core.handlers.wsgi import WSGIHandler
+
+    settings.IRIS_RECALL_SNAPSHOT = True
+    assert warm.rehearse_requests(WSGIHandler()) == []  # the change log is empty
+    _write_one(surface_api, ready)
+    assert warm.rehearse_requests(lambda environ, start_response: []) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_ready_rehearses_requests_through_the_workers_app(
+    require_postgres, monkeypatch, caplog
+) -> None:
+    app = object()
+    sent: list[object] = []
+    monkeypatch.setattr(warm, "rehearse_requests", lambda a: sent.append(a) or [])
+    warm.worker_ready(app)
+    assert sent == [app]
+
+    def fail(_: object) -> list[int]:
+        raise OperationalError("server closed the connection")
+
+    monkeypatch.setattr(warm, "rehearse_requests", fail)
+    with caplog.at_level(logging.WARNING, logger="iris.warm"):
+        warm.worker_ready(app)
+    assert [r.getMessage() for r in caplog.records] == [
+        "worker start: requests not rehearsed: OperationalError"
+    ]
+
+
+def _arrive_later(together: warm.StartTogether, go, done, timeout: float) -> None:
+    go.wait()
+    done.put(together.arrive(timeout))
+
+
+def test_workers_of_one_start_take_requests_together() -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    together = warm.StartTogether(2)
+    go, done = context.Event(), context.Queue()
+    first = context.Process(target=_arrive_later, args=(together, go, done, 30.0))
+    first.start()
+    try:
+        go.set()
+        # The first worker in waits for the second: nothing comes back while it is alone.
+        with pytest.raises(queue.Empty):
+            done.get(timeout=0.5)
+        assert first.is_alive()
+        assert together.arrive(30.0) is True  # the second worker: both go on
+        assert done.get(timeout=30) is True
+    finally:
+        first.join(timeout=30)
+    # A worker started later (a replacement) does not wait.
+    assert together.arrive(0.0) is True
+
+
+def test_a_worker_whose_peers_never_come_goes_on_after_the_timeout() -> None:
+    together = warm.StartTogether(3)
+    assert together.arrive(0.05) is False
+    assert together.arrive(0.05) is False
+    assert together.arrive(0.05) is True  # the third: all in

@@ -549,31 +549,18 @@ def _record_usage(
     request: recall.RecallRequest,
     result: recall.RecallResult,
 ) -> None:
-    """The surfaced entries' counters and the member's recall history; inside the
-    caller's transaction."""
-    now = request.now
-    if connection.vendor == "postgresql":
-        # One statement for both: one round trip.
-        (bump, bump_params), (history, history_params) = _usage_sql(
-            member, revisions, request, result
-        )
-        with plainsql.cursor() as cursor:
-            cursor.execute(f"WITH bumped AS ({bump}) {history}", [*bump_params, *history_params])
-        return
-    _bump_references(member, revisions, now)
+    """The surfaced entries' counters and the member's recall history, inside the
+    caller's transaction (PostgreSQL writes both with the record's statement instead:
+    `_usage_sql`)."""
+    _bump_references(member, revisions, request.now)
     _record_history(member, request, result)
 
 
 def _record_history(
     member: User, request: recall.RecallRequest, result: recall.RecallResult
 ) -> None:
-    """The member's recall history: a row per surfaced entry. Every recall that returns
-    anything writes these, so on PostgreSQL three arrays make one fixed statement (which
-    the server prepares once) instead of a fresh VALUES list of 108 parameters."""
-    if connection.vendor == "postgresql":
-        with plainsql.cursor() as cursor:
-            cursor.execute(*_history_sql(member, request, result))
-        return
+    """The member's recall history: a row per surfaced entry (PostgreSQL: `_history_sql`,
+    with the record's statement)."""
     entries, scores, rationales = _history_rows(request, result)
     plainsql.insert(
         RecallEvent,
@@ -607,7 +594,9 @@ def _history_rows(
 def _history_sql(
     member: User, request: recall.RecallRequest, result: recall.RecallResult
 ) -> tuple[str, list[Any]]:
-    """The recall history's INSERT on PostgreSQL: three arrays, one fixed statement."""
+    """The recall history's INSERT on PostgreSQL. Every recall that returns anything
+    writes it, so three arrays make one fixed statement (which the server prepares once)
+    instead of a fresh VALUES list of 108 parameters."""
     entries, scores, rationales = _history_rows(request, result)
     sql = (
         f"INSERT INTO {RecallEvent._meta.db_table} (tenant_id, member_id, entry_id, "  # noqa: S608
@@ -730,6 +719,9 @@ WARM_QUERY = "what do I like"
 # A context whose gates hold nothing sensitive back beyond the member's consent.
 REHEARSAL_CONTEXT = "general"
 
+# Who the rehearsal's record names; it is rolled back, so no row ever does.
+REHEARSAL_ACTOR = "recall-rehearsal"
+
 # Whether this process has run recall's statements once (`rehearse`).
 _REHEARSED: list[bool] = []
 
@@ -740,11 +732,14 @@ def rehearse(member: User) -> bool:
     recall.md, "A worker's first recall, rehearsed"). Nothing is disclosed, so there is no
     audit event. Returns whether it ran (once per process, PostgreSQL only).
 
-    The bookkeeping runs twice in a savepoint that is rolled back, with the foreign keys
-    checked at once, so the database server compiles the change log's trigger and plans
-    the key checks (both kept for the session). The reads run as a recall's do, before it
-    and three times after it: the driver forgets what it prepared at any rollback, and
-    prepares a statement at its third run."""
+    The record (the audit event, its outbox row, the usage counters and the recall
+    history: the one statement a recall commits) runs twice in a savepoint that is rolled
+    back, with the foreign keys checked at once, so the database server compiles the
+    change log's trigger, plans the key checks and reads the catalog of every table the
+    statement writes (all kept for the session), and Python builds what the record path
+    caches. The reads run as a recall's do, before it and three times after it: the
+    driver forgets what it prepared at any rollback, and prepares a statement at its third
+    run."""
     if _REHEARSED or not recall_snapshot.usable():
         return False
     _REHEARSED.append(True)
@@ -766,7 +761,6 @@ def rehearse(member: User) -> bool:
         return request, recall_snapshot.resolve_cached(request, **options)
 
     request, fast = read()
-    revisions = list(fast.revision_of.values())
     with transaction.atomic(durable=True):
         with plainsql.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '200ms'")
@@ -774,7 +768,15 @@ def rehearse(member: User) -> bool:
             with plainsql.cursor() as cursor:
                 cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             for _ in range(2):
-                _record_usage(member, revisions, request, fast.result)
+                _record(
+                    pending=[],
+                    principal=Principal.system(REHEARSAL_ACTOR),
+                    member=member,
+                    request=request,
+                    result=fast.result,
+                    revision_of=fast.revision_of,
+                    extra={"ranker": name, "examinedCount": fast.examined},
+                )
             transaction.set_rollback(True)
     for _ in range(prepared_after()):
         read()
@@ -795,10 +797,24 @@ def rehearse_latest() -> bool:
     before its first request."""
     if not recall_snapshot.usable():
         return False
+    member_pk = _latest_member_pk()
+    return _rehearse_member(member_pk) if member_pk is not None else False
+
+
+def latest_member() -> User | None:
+    """The member whose memory changed, or was recalled, most recently (the change log's
+    newest note); None when the log is empty or unreadable here (SQLite)."""
+    if not recall_snapshot.usable():
+        return None
+    member_pk = _latest_member_pk()
+    return None if member_pk is None else User.objects.filter(pk=member_pk).first()
+
+
+def _latest_member_pk() -> int | None:
     with plainsql.cursor() as cursor:
         cursor.execute("SELECT member_id FROM memory_recallchange ORDER BY noted_at DESC LIMIT 1")
         row = cursor.fetchone()
-    return _rehearse_member(row[0]) if row else False
+    return row[0] if row else None
 
 
 # Members whose snapshots a starting server builds, at most (most recent change first).

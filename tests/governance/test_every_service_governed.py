@@ -87,8 +87,12 @@ EXEMPT: dict[str, str] = {
         "writes nothing"
     ),
     "memory.recall.service.rehearse": (
-        "runs a recall's reads in this worker and discards the answer; its bookkeeping is "
+        "runs a recall's reads in this worker and discards the answer; its record is "
         "rolled back, so nothing is disclosed, kept or written"
+    ),
+    "memory.recall.service.latest_member": (
+        "names the member a starting worker rehearses for (iris_site.warm); discloses "
+        "nothing of them and writes nothing"
     ),
     "memory.recall.service.rehearse_latest": "rehearse for the latest member; as rehearse",
     "memory.recall.service.prepared_after": (

@@ -36,22 +36,51 @@ def test_gunicorn_reads_it_from_the_working_directory() -> None:
     assert "config                             = ./gunicorn.conf.py" in done.stdout, done.stderr
 
 
+class _Booting:
+    """What the hooks read of gunicorn's worker and arbiter."""
+
+    def __init__(self, wsgi: object = None, num_workers: int = 1) -> None:
+        self.wsgi = wsgi
+        self.num_workers = num_workers
+
+
 def test_the_worker_hook_reads_ahead_freezes_and_raises_the_young_threshold(monkeypatch) -> None:
     from iris_site import warm
 
-    readied: list[bool] = []
-    monkeypatch.setattr(warm, "worker_ready", lambda: readied.append(True))
+    readied: list[object] = []
+    monkeypatch.setattr(warm, "worker_ready", readied.append)
     conf = _conf()
+    app = object()
     before = gc.get_threshold()
     try:
         gc.unfreeze()
         assert gc.get_freeze_count() == 0
-        conf.post_worker_init(None)
-        assert readied == [True]  # iris_site/warm.py, tested in tests/test_warm.py
+        conf.post_worker_init(_Booting(app))
+        assert readied == [app]  # the worker's own app; iris_site/warm.py, tests/test_warm.py
         assert gc.get_freeze_count() > 1000  # the modules, settings and the rest
         assert gc.get_threshold() == (conf.YOUNG_THRESHOLD, before[1], before[2])
-        conf.when_ready(None)  # the master's hook does the same before forking
+        conf.when_ready(_Booting())  # the master's hook does the same before forking
         assert gc.get_threshold()[0] == conf.YOUNG_THRESHOLD
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+def test_workers_take_requests_once_all_have_warmed_up(monkeypatch) -> None:
+    from iris_site import warm
+
+    monkeypatch.setattr(warm, "worker_ready", lambda app: None)
+    conf = _conf()
+    before = gc.get_threshold()
+    arrived: list[float] = []
+    try:
+        conf.post_worker_init(_Booting())  # no master hook ran: nothing to wait for
+        conf.when_ready(_Booting(num_workers=4))  # the master, before forking
+        assert isinstance(conf._together, warm.StartTogether)
+        assert conf._together.workers == 4
+        monkeypatch.setattr(conf._together, "arrive", arrived.append)
+        conf.post_worker_init(_Booting())
+        assert arrived == [conf.START_TOGETHER_SECONDS]
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)

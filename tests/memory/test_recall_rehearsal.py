@@ -12,6 +12,7 @@ import pytest
 from django.db import connection
 from psycopg.pq import TransactionStatus
 
+from events.models import Event
 from governance.models import AuditEvent
 from memory.models import MemoryEntry
 from memory.recall import service as recall_service
@@ -41,13 +42,14 @@ def _write(surface_api: Any, member: Any, body: str, subject: str) -> None:
 
 
 def _state(member: Any) -> dict[str, Any]:
-    """Everything a recall writes: its audit event, the history, the usage counters, the
-    change log's notes."""
+    """Everything a recall writes: its audit event and outbox row, the history, the usage
+    counters, the change log's notes."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM memory_recallchange WHERE member_id = %s", [member.pk])
         notes = cursor.fetchone()[0]
     return {
         "audit": list(AuditEvent.objects.order_by("seq").values_list("seq", "action")),
+        "outbox": Event.objects.count(),
         "history": RecallEvent.objects.filter(member=member).count(),
         "usage": sorted(
             MemoryEntry.objects.filter(member=member).values_list(
@@ -64,23 +66,24 @@ def test_a_rehearsal_runs_once_and_leaves_nothing_behind(
     for body, subject in BODIES:
         _write(surface_api, ready, body, subject)
     before = _state(ready)
-    bumped: list[list[Any]] = []
-    record_usage = recall_service._record_usage
+    recorded: list[list[Any]] = []
+    record = recall_service._record
 
-    def recording(member: Any, revisions: list[Any], *args: Any) -> None:
-        bumped.append(revisions)
-        record_usage(member, revisions, *args)
+    def recording(**kwargs: Any) -> None:
+        recorded.append(list(kwargs["result"].audit_envelope.returned_ids))
+        record(**kwargs)
 
-    monkeypatch.setattr(recall_service, "_record_usage", recording)
+    monkeypatch.setattr(recall_service, "_record", recording)
     recall_service._REHEARSED.clear()
     assert recall_service.rehearse(ready) is True
-    # The bookkeeping ran, twice, on what the rehearsed recall returned...
-    assert len(bumped) == 2 and bumped[0] == bumped[1] and bumped[0]
-    # ...and nothing of it, nor any audit event, stayed.
+    # The record (audit event, usage, history) ran, twice, for what the rehearsed recall
+    # returned...
+    assert len(recorded) == 2 and recorded[0] == recorded[1] and recorded[0]
+    # ...and nothing of it stayed.
     assert _state(ready) == before
     assert connection.connection.info.transaction_status == TransactionStatus.IDLE
     assert recall_service.rehearse(ready) is False  # once per process
-    assert len(bumped) == 2
+    assert len(recorded) == 2
 
 
 def test_a_rehearsal_leaves_recalls_statements_prepared(
