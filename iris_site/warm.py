@@ -15,7 +15,6 @@ import logging
 import multiprocessing
 import sys
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 logger = logging.getLogger("iris.warm")
@@ -118,8 +117,6 @@ def rehearse_requests(app: Any) -> list[int]:
 
     Nothing is written but the throttle's counter for a client id that exists nowhere
     (it expires with its window), and nothing is logged: these are not clients' errors."""
-    from django.core.handlers.wsgi import WSGIRequest
-
     from governance.models import SurfaceClient
     from governance.principal import SurfaceUser
     from memory.recall.service import latest_member
@@ -145,10 +142,8 @@ def rehearse_requests(app: Any) -> list[int]:
     quiet.setLevel(logging.CRITICAL)
     try:
         for _ in range(REHEARSALS):
-            statuses.append(_send(app, _environ(body, unknown), WSGIRequest))
-            statuses.append(
-                _send(app, _environ(body, {}), WSGIRequest, force_user=SurfaceUser(client))
-            )
+            statuses.append(_send(app, _environ(body, unknown)))
+            statuses.append(_send(app, _environ(body, {}), force_user=SurfaceUser(client)))
     finally:
         quiet.setLevel(level)
     return statuses
@@ -181,10 +176,10 @@ def _environ(body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _send(
-    app: Any, environ: dict[str, Any], request_class: Callable[..., Any], force_user: Any = None
-) -> int:
-    request = request_class(environ)
+def _send(app: Any, environ: dict[str, Any], force_user: Any = None) -> int:
+    from django.core.handlers.wsgi import WSGIRequest
+
+    request: Any = WSGIRequest(environ)
     if force_user is not None:
         # DRF's own hook for a request authenticated in-process (its test client uses it).
         request._force_auth_user = force_user
