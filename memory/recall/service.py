@@ -795,10 +795,8 @@ def prepared_after() -> int:
 def rehearse_latest() -> bool:
     """`rehearse` for the member whose memory changed most recently, if any: for a worker
     before its first request."""
-    if not recall_snapshot.usable():
-        return False
-    member_pk = _latest_member_pk()
-    return _rehearse_member(member_pk) if member_pk is not None else False
+    member = latest_member()
+    return rehearse(member) if member is not None else False
 
 
 def latest_member() -> User | None:
@@ -806,15 +804,10 @@ def latest_member() -> User | None:
     newest note); None when the log is empty or unreadable here (SQLite)."""
     if not recall_snapshot.usable():
         return None
-    member_pk = _latest_member_pk()
-    return None if member_pk is None else User.objects.filter(pk=member_pk).first()
-
-
-def _latest_member_pk() -> int | None:
     with plainsql.cursor() as cursor:
         cursor.execute("SELECT member_id FROM memory_recallchange ORDER BY noted_at DESC LIMIT 1")
         row = cursor.fetchone()
-    return row[0] if row else None
+    return User.objects.filter(pk=row[0]).first() if row else None
 
 
 # Members whose snapshots a starting server builds, at most (most recent change first).
