@@ -28,6 +28,28 @@ def cursor() -> Any:
     return kept() if kept is not None else connection.cursor()
 
 
+def rows_planned_once(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The rows of one statement that PostgreSQL plans once per session (its generic plan)
+    rather than at every call.
+
+    For a statement whose generic plan PostgreSQL's estimates make look dear, the server
+    plans anew at each call, even when the plan it picks is always the same. The setting
+    that says otherwise goes with the statement in one round trip (a pipeline) and is put
+    back after it; if the statement fails, its implicit transaction takes the setting
+    with it. Elsewhere, a plain execute.
+    """
+    with cursor() as cur:
+        if connection.vendor != "postgresql":
+            cur.execute(sql, list(params))
+            return list(cur.fetchall())
+        raw = connection.connection
+        with connection.wrap_database_errors, raw.pipeline():
+            raw.execute("SET plan_cache_mode = force_generic_plan")
+            cur.execute(sql, list(params))
+            raw.execute("RESET plan_cache_mode")
+        return list(cur.fetchall())
+
+
 def _column(field: models.Field[Any, Any]) -> str:
     # Concrete fields (and primary keys) always have a column; the stubs type `column` for
     # every field, where it may be None.

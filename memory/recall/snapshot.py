@@ -788,9 +788,9 @@ def _catch_up(
         *[member.pk, str(oldest), snap.unseen_from, snap.unseen, member.tenant_id, member.pk],
     ]
     looked = time.monotonic()
-    with plainsql.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    # Planned anew at each call, it spent more on planning than on running (its generic
+    # plan looks dear only to the estimates; docs/performance.md, "The catch-up's plan").
+    rows = plainsql.rows_planned_once(sql, params)
     # Columns: the unseen writers (2), the rider's rows, the noted revision, then its
     # `_light` columns.
     new: list[uuid.UUID] = []

@@ -644,3 +644,41 @@ def test_migrate_is_not_refused_while_the_triggers_are_still_to_be_installed(
 
     monkeypatch.setattr(memory_checks, "_migrations_pending", lambda: True)
     assert memory_checks.recall_change_log(databases=["default"]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_catch_up_is_planned_once_per_session(require_postgres, member) -> None:
+    # PostgreSQL would plan it anew at every look (its generic plan looks dear to the
+    # estimates); the look asks for the generic plan, and leaves the session as it was.
+    _coffee_rows(member, 30)
+    request = _profile_request(member, "coffee note", "assistant")
+    for _ in range(8):
+        _agrees(request, member)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE %s",
+            ["%pg_snapshot_xmax(pg_current_snapshot())%memory_recallchange%"],
+        )
+        plans = cursor.fetchall()
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone() == ("auto",)
+    assert plans, "the catch-up was never prepared"
+    assert all(custom == 0 and generic > 0 for generic, custom in plans), plans
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_planned_once_that_fails_leaves_the_session_as_it_was(
+    require_postgres,
+) -> None:
+    from django.db import DataError
+
+    from governance import plainsql
+
+    assert plainsql.rows_planned_once("SELECT %s::int + 1", [1]) == [(2,)]
+    with pytest.raises(DataError), transaction.atomic():
+        plainsql.rows_planned_once("SELECT 1 / %s::int", [0])
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone() == ("auto",)
+    assert plainsql.rows_planned_once("SELECT %s::int + 1", [2]) == [(3,)]
