@@ -262,6 +262,9 @@ IRIS_RECALL_SNAPSHOT = env_bool("IRIS_RECALL_SNAPSHOT", True)
 IRIS_RECALL_SNAPSHOT_SECONDS = env_float("IRIS_RECALL_SNAPSHOT_SECONDS", 600.0)
 IRIS_RECALL_SNAPSHOT_ROWS = env_int("IRIS_RECALL_SNAPSHOT_ROWS", 60_000)
 IRIS_RECALL_CHANGES_KEEP_SECONDS = env_int("IRIS_RECALL_CHANGES_KEEP_SECONDS", 1200)
+# Seconds a member's writes must pause before a worker catches its snapshot up with those
+# it left to the next look (0: the next recall does it).
+IRIS_RECALL_TRAIL_SECONDS = env_float("IRIS_RECALL_TRAIL_SECONDS", 1.0)
 # Mail (data-rights receipts and codes, notices): the console in development; production
 # names its backend (e.g. django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST).
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")

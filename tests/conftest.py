@@ -116,12 +116,15 @@ def _checkpoints_in_tmp(tmp_path, settings):
 
 
 @pytest.fixture(autouse=True)
-def _no_recall_snapshots_between_tests():
+def _no_recall_snapshots_between_tests(settings):
     # A worker's member snapshots (memory.recall.snapshot) belong to one test's data.
     from memory.recall import service as recall_service
     from memory.recall import snapshot as recall_snapshot
 
     recall_snapshot.clear()
+    # No look from another thread after a test's writes: the tests of it turn it on
+    # (tests/memory/test_recall_warm.py).
+    settings.IRIS_RECALL_TRAIL_SECONDS = 0
     # As in a worker that has rehearsed recall already (tests/memory/test_recall_rehearsal.py
     # starts from one that has not), so no test's first write runs a rehearsal.
     recall_service._REHEARSED[:] = [True]

@@ -38,6 +38,7 @@ has not committed could outlive a rollback. `resolve_once` builds a throwaway on
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
@@ -66,6 +67,8 @@ from memory.rules.lexical import CorpusStats, query_terms
 
 if TYPE_CHECKING:
     from django.db.backends.sqlite3.operations import DatabaseOperations as SQLiteOperations
+
+logger = logging.getLogger(__name__)
 
 _TABLE = recall_db._TABLE
 _CHANGES = "memory_recallchange"
@@ -873,6 +876,7 @@ _LOCK = threading.Lock()
 
 
 def clear() -> None:
+    _TRAIL.cancel()
     with _LOCK:
         _CACHE.clear()
 
@@ -927,12 +931,85 @@ def warm_later(member: Any, ranker_name: str) -> None:
         and after_response.in_request()
     ):
         return
-    held = _CACHE.get(_key(member, ranker_name))
+    key = _key(member, ranker_name)
+    held = _CACHE.get(key)
     recent = held is not None and time.monotonic() - held.looked < WARM_AFTER_SECONDS
     if not (recent and _fresh(held)):
-        after_response.defer(
-            partial(warm, member, ranker_name), key=("recall-warm", *_key(member, ranker_name))
-        )
+        after_response.defer(partial(warm, member, ranker_name), key=("recall-warm", *key))
+    elif settings.IRIS_RECALL_TRAIL_SECONDS > 0:
+        # Counted from once the answer has gone out: by then the write has committed.
+        after_response.defer(partial(_TRAIL.after, member, ranker_name), key=("recall-trail", *key))
+
+
+class _Trail:
+    """The writes a worker left to the next look (`warm_later`), caught up by a thread of
+    the worker's own once the member's writes have paused for
+    `IRIS_RECALL_TRAIL_SECONDS`, unless a look has read them by then. Without it the
+    member's first recall after a burst of writes read the burst's last second of them
+    (docs/decisions/recall.md, "After a burst")."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        # key → (when to look, the last write's time, member, ranker)
+        self._due: dict[tuple[Any, ...], tuple[float, float, Any, str]] = {}
+        self._busy = False
+        self._thread: threading.Thread | None = None
+
+    def after(self, member: Any, ranker_name: str) -> None:
+        """A write left its catch-up to later: look once writes pause."""
+        key = _key(member, ranker_name)
+        now = time.monotonic()
+        with self._cond:
+            self._due[key] = (now + settings.IRIS_RECALL_TRAIL_SECONDS, now, member, ranker_name)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="recall-trail", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def cancel(self) -> None:
+        """Drop what is due, and wait for a look under way to end."""
+        with self._cond:
+            self._due.clear()
+            while self._busy:
+                self._cond.wait()
+
+    def _next(self) -> tuple[tuple[Any, ...], float, Any, str]:
+        with self._cond:
+            while True:
+                if not self._due:
+                    self._cond.wait()
+                    continue
+                key, (at, since, member, ranker_name) = min(
+                    self._due.items(), key=lambda item: item[1][0]
+                )
+                wait = at - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                del self._due[key]
+                self._busy = True
+                return key, since, member, ranker_name
+
+    def _run(self) -> None:
+        from django.db import connections
+
+        while True:
+            key, since, member, ranker_name = self._next()
+            try:
+                held = _CACHE.get(key)
+                if held is None or held.looked < since:
+                    warm(member, ranker_name)
+            except Exception as exc:  # noqa: BLE001  (the next recall catches up itself)
+                logger.warning("recall snapshot not caught up after writes: %s", type(exc).__name__)
+            finally:
+                # This thread's own connection: not held open between bursts.
+                connections.close_all()
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+
+_TRAIL = _Trail()
 
 
 def warm_start(members: Sequence[Any], ranker_name: str) -> int:

@@ -215,3 +215,79 @@ def _uuid(text: str) -> Any:
     import uuid
 
     return uuid.UUID(text)
+
+
+def _trail_looks(monkeypatch) -> list[tuple[str, int]]:
+    """(thread name, member pk) of every catch-up."""
+    import threading
+
+    looks: list[tuple[str, int]] = []
+    catch_up = recall_snapshot._catch_up
+
+    def counting(m: Any, s: Any, *rider: Any) -> Any:
+        looks.append((threading.current_thread().name, m.pk))
+        return catch_up(m, s, *rider)
+
+    monkeypatch.setattr(recall_snapshot, "_catch_up", counting)
+    return looks
+
+
+def _settled(timeout: float = 20.0) -> None:
+    """Wait until the trail has nothing due and no look under way."""
+    import time
+
+    trail = recall_snapshot._TRAIL
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with trail._cond:
+            if not trail._due and not trail._busy:
+                return
+        time.sleep(0.02)
+    raise AssertionError("the trail never settled")
+
+
+def test_writes_left_to_the_next_look_are_caught_up_once_they_pause(
+    require_postgres, ready, surface_api, builds, settings, monkeypatch
+) -> None:
+    settings.IRIS_RECALL_TRAIL_SECONDS = 0.3
+    monkeypatch.setattr(recall_snapshot, "WARM_AFTER_SECONDS", 60.0)  # every write is soon
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    snap = _held(ready)
+    assert snap is not None
+    looks = _trail_looks(monkeypatch)
+    second = _write(surface_api, ready, "I cycle to work along the river", "commute")
+    third = _write(surface_api, ready, "I keep bees on the roof", "bees")
+    _settled()
+    # No recall asked: the worker's own thread looked once, after the writes paused.
+    assert looks == [("recall-trail", ready.pk)]
+    assert snap.known(_uuid(second)) and snap.known(_uuid(third))
+    assert _held(ready) is snap and builds == [ready.pk]
+    recall_snapshot.clear()
+
+
+def test_a_look_after_the_writes_leaves_the_trail_nothing_to_read(
+    require_postgres, ready, surface_api, builds, settings, monkeypatch
+) -> None:
+    settings.IRIS_RECALL_TRAIL_SECONDS = 3.0
+    monkeypatch.setattr(recall_snapshot, "WARM_AFTER_SECONDS", 60.0)
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    looks = _trail_looks(monkeypatch)
+    _write(surface_api, ready, "I cycle to work along the river", "commute")
+    assert _recall(surface_api, ready, "how do I get to work") == [
+        "I cycle to work along the river"
+    ]
+    _settled()
+    assert [thread for thread, _ in looks] == ["MainThread"]  # the recall's look only
+    recall_snapshot.clear()
+
+
+def test_clearing_drops_what_the_trail_has_due(
+    require_postgres, ready, surface_api, settings, monkeypatch
+) -> None:
+    settings.IRIS_RECALL_TRAIL_SECONDS = 30.0
+    monkeypatch.setattr(recall_snapshot, "WARM_AFTER_SECONDS", 60.0)
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    _write(surface_api, ready, "I cycle to work along the river", "commute")
+    assert recall_snapshot._TRAIL._due
+    recall_snapshot.clear()
+    assert not recall_snapshot._TRAIL._due
