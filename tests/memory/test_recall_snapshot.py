@@ -652,6 +652,7 @@ def test_the_catch_up_is_planned_once_per_session(require_postgres, member) -> N
     # estimates); the look asks for the generic plan, and leaves the session as it was.
     _coffee_rows(member, 30)
     request = _profile_request(member, "coffee note", "assistant")
+    before = _planning()
     for _ in range(8):
         _agrees(request, member)
     with connection.cursor() as cursor:
@@ -661,10 +662,36 @@ def test_the_catch_up_is_planned_once_per_session(require_postgres, member) -> N
             ["%pg_snapshot_xmax(pg_current_snapshot())%memory_recallchange%"],
         )
         plans = cursor.fetchall()
-        cursor.execute("SHOW plan_cache_mode")
-        assert cursor.fetchone() == ("auto",)
+    assert _planning() == before
     assert plans, "the catch-up was never prepared"
     assert all(custom == 0 and generic > 0 for generic, custom in plans), plans
+
+
+_PLANNING = ("plan_cache_mode", "max_parallel_workers_per_gather", "enable_seqscan")
+
+
+def _planning() -> tuple[str, ...]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT " + ", ".join("current_setting(%s)" for _ in _PLANNING), list(_PLANNING)
+        )
+        return tuple(cursor.fetchone())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_planned_once_is_kept_to_index_scans_and_the_session_is_put_back(
+    require_postgres,
+) -> None:
+    from governance import plainsql
+
+    before = _planning()
+    inside = plainsql.rows_planned_once(
+        "SELECT " + ", ".join("current_setting(%s)" for _ in _PLANNING), list(_PLANNING)
+    )
+    # Generic, and never a parallel or whole-table scan: a generic plan's guess at a
+    # range picked both on a large change log.
+    assert inside == [("force_generic_plan", "0", "off")]
+    assert _planning() == before
 
 
 @pytest.mark.django_db(transaction=True)
@@ -675,10 +702,9 @@ def test_a_statement_planned_once_that_fails_leaves_the_session_as_it_was(
 
     from governance import plainsql
 
+    before = _planning()
     assert plainsql.rows_planned_once("SELECT %s::int + 1", [1]) == [(2,)]
     with pytest.raises(DataError), transaction.atomic():
         plainsql.rows_planned_once("SELECT 1 / %s::int", [0])
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW plan_cache_mode")
-        assert cursor.fetchone() == ("auto",)
+    assert _planning() == before
     assert plainsql.rows_planned_once("SELECT %s::int + 1", [2]) == [(3,)]
