@@ -30,9 +30,8 @@ def cursor() -> Any:
 
 # How a statement planned once is planned. A generic plan knows no parameter's value, so
 # it guesses that a third of a range matches; on a large table that guess picked a
-# parallel scan (a worker process started at each call: 3.6 ms against 0.2 for the recall
-# snapshot's catch-up over a change log of 174,000 notes) and could pick a whole-table
-# one. Neither is ever right for the indexed reads this is for.
+# parallel scan (a worker process started at each call) and could pick a whole-table one.
+# Neither is ever right for the indexed reads this is for (docs/decisions/recall.md).
 _PLANNED_ONCE = {
     "plan_cache_mode": "force_generic_plan",
     "max_parallel_workers_per_gather": "0",

@@ -51,9 +51,6 @@ class _Detector:
     # recalled entry.
     hint: re.Pattern[str] | None = None
 
-    def may_match(self, text: str) -> bool:
-        return self.hint is None or self.hint.search(text) is not None
-
 
 # A token never starts or ends inside a longer run of token characters.
 _B = r"(?<![A-Za-z0-9_\-])"
@@ -256,7 +253,7 @@ _PASSWORD_STATED_VALUE = rf"(?P<secret>{_QUOTED}|[^\s\"']{{2,}}[^\s\"'.!?,;:)])"
 _VENDOR = re.compile(
     r"-----BEGIN|eyJ|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abpr]-|sk_|rk_|whsec_|sk-|AIza|iris_|://"
 )
-# The lookahead lets the search skip a character that starts none of them: twice as fast.
+# The lookahead lets the search skip quickly past a character that starts none of them.
 _KEYWORDS = re.compile(
     r"(?i)(?=[abkpst])(?:bearer|authorization|key|secret|token|pass|pw|kennwort|pin)"
 )

@@ -791,8 +791,8 @@ def _catch_up(
         *[member.pk, str(oldest), snap.unseen_from, snap.unseen, member.tenant_id, member.pk],
     ]
     looked = time.monotonic()
-    # Planned anew at each call, it spent more on planning than on running (its generic
-    # plan looks dear only to the estimates; docs/performance.md, "The catch-up's plan").
+    # Planned anew at each call, it spent more on planning than on running: its generic
+    # plan looks dear only to the estimates (docs/decisions/recall.md).
     rows = plainsql.rows_planned_once(sql, params)
     # Columns: the unseen writers (2), the rider's rows, the noted revision, then its
     # `_light` columns.
@@ -946,7 +946,8 @@ class _Trail:
     the worker's own once the member's writes have paused for
     `IRIS_RECALL_TRAIL_SECONDS`, unless a look has read them by then. Without it the
     member's first recall after a burst of writes read the burst's last second of them
-    (docs/decisions/recall.md, "After a burst")."""
+    (docs/decisions/recall.md, "The catch-up's plan, the screen's hints, the writes a burst
+    leaves")."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
