@@ -8,7 +8,10 @@ tenant simply has no rows here. The memory app codes against these names.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.db.models import QuerySet
 
@@ -79,6 +82,68 @@ def member_ledger(*, tenant_id: uuid.UUID, member: User) -> list[LedgerEvent]:
     """The member's events in chain order; erased events are left out (one query)."""
     events = (ledger_event(row, member=member) for row in _whole_chain(tenant_id, member))
     return [e for e in events if e is not None]
+
+
+# `member_ledger`'s columns for a statement another carries along (a recall reads the
+# ledger on its snapshot's round trip), each named apart: they may come back as JSON.
+_LEDGER_COLUMNS = (
+    "e.id AS event_id, e.position AS position, e.record_version AS record_version, "
+    "b.kind AS kind, b.consent_type AS consent_type, b.status AS status, "
+    "b.legal_basis AS legal_basis, b.capture_method AS capture_method, "
+    "b.terms_hash AS terms_hash, b.witness AS witness, b.occurred_at AS occurred_at, "
+    "b.recorded_at AS recorded_at"
+)
+
+
+def member_ledger_sql(*, tenant_id: uuid.UUID, member: User) -> tuple[str, list[Any]]:
+    """`member_ledger`'s statement, for a caller that asks it within another; its rows go
+    to `member_ledger_of`. Erased events have no body, so the join leaves them out."""
+    events, bodies = ConsentEvent._meta.db_table, ConsentEventBody._meta.db_table
+    sql = (
+        f"SELECT {_LEDGER_COLUMNS} FROM {events} AS e JOIN {bodies} AS b "  # noqa: S608
+        "ON b.event_id = e.id WHERE e.tenant_id = %s AND e.member_id = %s ORDER BY e.position"
+    )
+    return sql, [plainsql.prep(ConsentEvent, "tenant", tenant_id), member.pk]
+
+
+def member_ledger_of(rows: Iterable[Sequence[Any]], *, member: User) -> list[LedgerEvent]:
+    """`member_ledger_sql`'s rows as events, read as they are or through JSON (ids and
+    times as text)."""
+    return [
+        LedgerEvent(
+            event_id=str(event_id),
+            member_id=str(member.public_id),
+            position=int(position),
+            kind=kind,
+            consent_type=consent_type,
+            status=status,
+            legal_basis=legal_basis,
+            capture_method=capture_method,
+            terms_hash=terms_hash,
+            witness=witness,
+            occurred_at=_moment(occurred_at),
+            recorded_at=_moment(recorded_at),
+            record_version=int(version),
+        )
+        for (
+            event_id,
+            position,
+            version,
+            kind,
+            consent_type,
+            status,
+            legal_basis,
+            capture_method,
+            terms_hash,
+            witness,
+            occurred_at,
+            recorded_at,
+        ) in rows
+    ]
+
+
+def _moment(value: datetime | str) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
 
 
 def active_consent_types(*, tenant_id: uuid.UUID, member: User) -> frozenset[str]:

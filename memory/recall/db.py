@@ -112,6 +112,7 @@ class FastRecall:
     rounds: int  # bound checks
     corpus: CorpusStats | None = None
     revision_of: dict[str, uuid.UUID] = field(default_factory=dict)
+    request: recall.RecallRequest | None = None  # the request resolved, when it was completed
 
 
 def nonmatch_semantic_bound(ranker_name: str) -> float:
@@ -213,8 +214,8 @@ def inactive_drops_sql(
     tenant = uuid.UUID(str(request.tenant_id))
     now = connection.ops.adapt_datetimefield_value(request.now)
     sql = (
-        f"SELECT category = %s, suppression_reason, (suppression_ends_at IS NULL "  # noqa: S608
-        "OR suppression_ends_at > %s), lifecycle, COUNT(*) "
+        f"SELECT category = %s AS safety, suppression_reason, (suppression_ends_at IS NULL "  # noqa: S608
+        "OR suppression_ends_at > %s) AS suppressed, lifecycle, COUNT(*) AS n "
         f"FROM {_TABLE} WHERE tenant_id = %s AND member_id = %s AND is_current "
         f"AND lifecycle <> 'active' AND {_one_of('scope_key', len(keys))}"
     )

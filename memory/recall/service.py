@@ -42,7 +42,8 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from consent.enums import CATEGORY_CONSENT_PREFIX, ConsentType
-from consent.selectors import active_consent_types
+from consent.ledger import LedgerEvent, active_granted
+from consent.selectors import active_consent_types, member_ledger_of, member_ledger_sql
 from governance import after_response, plainsql
 from governance.actions import AuditAction
 from governance.audit import audit_record_many
@@ -203,10 +204,16 @@ def _scope_key(ask: RecallAsk, member: User) -> tuple[str, str]:
     return kind, key
 
 
-def consented_for(member: User, narrowed: frozenset[str] | None) -> tuple[frozenset[str], bool]:
+def consented_for(
+    member: User, narrowed: frozenset[str] | None, events: list[LedgerEvent] | None = None
+) -> tuple[frozenset[str], bool]:
     """(consented categories, multi-actor sensitive consent): the ledger's word, narrowed by
-    the request's list when it gives one (bare `medical` and `category:medical` alike)."""
-    granted = active_consent_types(tenant_id=member.tenant_id, member=member)
+    the request's list when it gives one (bare `medical` and `category:medical` alike).
+    `events`: the member's ledger when the caller has read it."""
+    if events is None:
+        granted = active_consent_types(tenant_id=member.tenant_id, member=member)
+    else:
+        granted = active_granted(events)
     categories = frozenset(
         t.removeprefix(CATEGORY_CONSENT_PREFIX)
         for t in granted
@@ -224,9 +231,11 @@ def build_request(
     ask: RecallAsk,
     now: datetime,
     valid: Callable[[], object] | None = None,
+    read_ledger: bool = True,
 ) -> recall.RecallRequest:
     """The pipeline's request; `valid` is called once the surface and scope have passed,
-    before the consent ledger is read."""
+    before the consent ledger is read. Without `read_ledger` it consents to nothing yet:
+    `_consent` completes it, on the snapshot's round trip where it can."""
     if ask.surface not in CLIENT_SURFACES:
         raise Forbidden(
             "The admin surface is for operators, through an inspection.", code="surface-forbidden"
@@ -234,8 +243,7 @@ def build_request(
     kind, key = _scope_key(ask, member)
     if valid is not None:
         valid()
-    categories, multi_actor = consented_for(member, ask.consented_categories)
-    return recall.RecallRequest(
+    request = recall.RecallRequest(
         tenant_id=str(member.tenant_id),
         user_id=str(member.public_id),
         scope_kind=kind,
@@ -245,12 +253,29 @@ def build_request(
         context=ask.context,
         crisis_frame=ask.crisis_frame,
         safety_critical_context=ask.safety_critical_context,
-        consented_categories=categories,
-        multi_actor_sensitive_consent=multi_actor,
+        consented_categories=frozenset(),
+        multi_actor_sensitive_consent=False,
         dsar_fulfillment=False,
         limit=ask.limit,
         now=now,
     )
+    return _consent(member, ask).apply(request, None) if read_ledger else request
+
+
+def _consent(member: User, ask: RecallAsk) -> recall_snapshot.Consent:
+    """The ledger's read for a request, on the snapshot's round trip where it has one."""
+
+    def apply(
+        request: recall.RecallRequest, rows: list[tuple[Any, ...]] | None
+    ) -> recall.RecallRequest:
+        events = None if rows is None else member_ledger_of(rows, member=member)
+        categories, multi_actor = consented_for(member, ask.consented_categories, events)
+        return replace(
+            request, consented_categories=categories, multi_actor_sensitive_consent=multi_actor
+        )
+
+    rider = member_ledger_sql(tenant_id=member.tenant_id, member=member)
+    return recall_snapshot.Consent(rider, apply)
 
 
 def destination_tier(principal: Principal, asked: str | None) -> str:
@@ -385,7 +410,9 @@ def recall_resolve(
             started.append(embedding.prefetch(ask.query))
 
     tier = destination_tier(principal, ask.destination_tier)
-    request = build_request(principal=principal, member=member, ask=ask, now=now, valid=embed_query)
+    request = build_request(
+        principal=principal, member=member, ask=ask, now=now, valid=embed_query, read_ledger=False
+    )
     query_vector = started[0] if started else None
     attributes: dict[str, Any] = {"egress_tier": tier}
     if ask.run_id:
@@ -420,9 +447,13 @@ def recall_resolve(
         "prepare": prepare,
         "query_vector": query_vector,
     }
+    # The consent ledger is read on the snapshot's round trip when it catches up.
+    consent = _consent(member, ask)
     if recall_snapshot.usable():
-        fast = recall_snapshot.resolve_cached(request, **options)
+        fast = recall_snapshot.resolve_cached(request, consent=consent, **options)
+        request = fast.request or request
     else:
+        request = consent.apply(request, None)
         fast = recall_snapshot.resolve_once(request, **options)
     # Asked once and handed to the egress check, which would otherwise ask at each hook;
     # only the cloud tier consults it (governance.classify.EGRESS_TABLE).
@@ -755,10 +786,15 @@ def rehearse(member: User) -> bool:
 
     def read() -> tuple[recall.RecallRequest, Any]:
         request = build_request(
-            principal=Principal.system(), member=member, ask=ask, now=timezone.now()
+            principal=Principal.system(),
+            member=member,
+            ask=ask,
+            now=timezone.now(),
+            read_ledger=False,
         )
         options = {"member": member, "ranker_name": name, "prepare": prepare}
-        return request, recall_snapshot.resolve_cached(request, **options)
+        fast = recall_snapshot.resolve_cached(request, consent=_consent(member, ask), **options)
+        return fast.request or request, fast
 
     request, fast = read()
     with transaction.atomic(durable=True):

@@ -44,7 +44,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -751,13 +751,14 @@ _BY_REVISION = f"(SELECT * FROM {_TABLE} WHERE revision_id = ANY(%s) OFFSET 0) A
 
 
 def _catch_up(
-    member: Any, snap: Snapshot, rider: tuple[str, list[Any]] | None = None
-) -> tuple[int, list[tuple[Any, ...]]]:
+    member: Any, snap: Snapshot, riders: Sequence[tuple[str, list[Any]]] = ()
+) -> tuple[int, list[list[tuple[Any, ...]]]]:
     """One round trip: what this look cannot see, and the current state of every revision
     noted by a writer the last look could not see (deleted ones come back empty); a second
     only for revisions not seen before, for their words. Returns how many were noted, and
-    the rows of `rider`, a SELECT asked in the same round trip (the recall's count of rows
-    that are not active, `recall_db.inactive_drops_sql`).
+    the rows of each of `riders`, SELECTs asked in the same round trip (the recall's count
+    of rows that are not active, `recall_db.inactive_drops_sql`, and the member's consent
+    ledger). A rider names each of its columns apart: its rows come back as JSON objects.
 
     A writer that stays open (a long transaction) is read again at each look, but only its
     own changes, never everything written since it began."""
@@ -767,15 +768,10 @@ def _catch_up(
     # writer the last look could not see: with an OR of the two conditions, a generic plan
     # read every note the member has (20,000 after 10,000 writes) at each look. The revision
     # is probed by primary key alone, for the reason given at `_BY_REVISION`.
-    head = f"{_UNSEEN}, NULL"
-    head_params: list[Any] = []
-    if rider is not None:
-        # The rider's rows as one JSON array, so the header stays one row.
-        head = (
-            f"{_UNSEEN}, (SELECT json_agg(json_build_array(d.a, d.b, d.c, d.d, d.n)) "  # noqa: S608
-            f"FROM ({rider[0]}) AS d(a, b, c, d, n))"
-        )
-        head_params = list(rider[1])
+    # Each rider's rows as one JSON array, so the header stays one row.
+    ridden = [f"(SELECT json_agg(d) FROM ({sql}) AS d)" for sql, _ in riders]  # noqa: S608
+    head = ", ".join([_UNSEEN, *ridden])
+    head_params = [p for _, params in riders for p in params]
     sql = (
         f"SELECT h.*, c.revision_id, m.* "  # noqa: S608
         f"FROM (SELECT {head}) AS h "
@@ -794,12 +790,13 @@ def _catch_up(
     # Planned anew at each call, it spent more on planning than on running: its generic
     # plan looks dear only to the estimates (docs/decisions/recall.md).
     rows = plainsql.rows_planned_once(sql, params)
-    # Columns: the unseen writers (2), the rider's rows, the noted revision, then its
+    # Columns: the unseen writers (2), each rider's rows, the noted revision, then its
     # `_light` columns.
+    at = 2 + len(riders)
     new: list[uuid.UUID] = []
     noted = 0
     for row in rows:
-        revision, light = row[3], row[4:]
+        revision, light = row[at], row[at + 1 :]
         if revision is None:
             continue
         noted += 1
@@ -817,7 +814,7 @@ def _catch_up(
                 snap.put(row[:_WORDS_AT], snap.words(row), vector)
     snap.unseen_from, snap.unseen = rows[0][0], rows[0][1]
     snap.looked = looked
-    return noted, [tuple(r) for r in rows[0][2] or ()]
+    return noted, [[tuple(r.values()) for r in rows[0][2 + i] or ()] for i in range(len(riders))]
 
 
 # The change log's triggers (migration 0008). Without them snapshots never learn of a
@@ -1048,10 +1045,10 @@ def _rebuild_later(member: Any, ranker_name: str, stale: Snapshot) -> None:
 
 
 def _current(
-    member: Any, ranker_name: str, rider: tuple[str, list[Any]] | None = None
-) -> tuple[Snapshot, list[tuple[Any, ...]] | None]:
-    """The member's snapshot, caught up; and `rider`'s rows when the catch-up asked it
-    (None when the snapshot was built instead)."""
+    member: Any, ranker_name: str, riders: Sequence[tuple[str, list[Any]]] = ()
+) -> tuple[Snapshot, list[list[tuple[Any, ...]]] | None]:
+    """The member's snapshot, caught up; and each of `riders`' rows when the catch-up
+    asked them (None when the snapshot was built instead)."""
     key = _key(member, ranker_name)
     snap = _CACHE.get(key)
     lifetime = float(settings.IRIS_RECALL_SNAPSHOT_SECONDS)
@@ -1063,7 +1060,7 @@ def _current(
         # Caught up, a snapshot past its lifetime still ranks on every change the log
         # noted; it is rebuilt (the bound on what a missed note could cost) after the
         # answer rather than before it, and at once outside a request.
-        _, ridden = _catch_up(member, snap, rider)
+        _, ridden = _catch_up(member, snap, riders)
         if not _fresh(snap):
             if after_response.in_request():
                 _rebuild_later(member, ranker_name, snap)
@@ -1090,19 +1087,36 @@ def _current(
 # The recall
 
 
+class Consent(NamedTuple):
+    """How a recall's request learns the member's consent: `rider` reads the ledger on the
+    catch-up's round trip, and `apply` completes the request from its rows (from None, it
+    reads the ledger itself: the snapshot was built, not caught up)."""
+
+    rider: tuple[str, list[Any]]
+    apply: Callable[[recall.RecallRequest, list[tuple[Any, ...]] | None], recall.RecallRequest]
+
+
 def resolve_cached(
-    request: recall.RecallRequest, *, member: Any, **options: Any
+    request: recall.RecallRequest, *, member: Any, consent: Consent | None = None, **options: Any
 ) -> recall_db.FastRecall:
-    """`recall_db.fast_resolve`'s answer from this worker's snapshot of the member."""
-    # The count of rows that are not active rides on the catch-up's round trip.
+    """`recall_db.fast_resolve`'s answer from this worker's snapshot of the member. With
+    `consent`, `request` is completed by it, and the answer's `request` is the one resolved."""
+    # The count of rows that are not active, and the consent ledger, ride on the
+    # catch-up's round trip.
     drops = recall_db.inactive_drops_sql(
         request, member=member, adapter_scopes=options.get("adapter_scopes")
     )
+    riders = [r for r in (drops, consent.rider if consent else None) if r is not None]
     with _LOCK:
-        snap, ridden = _current(member, options.get("ranker_name", "jaccard"), drops)
+        snap, ridden = _current(member, options.get("ranker_name", "jaccard"), riders)
+        found = iter(ridden or ())
+        inactive = None
         if drops is None:
-            ridden = []
-        inactive = None if ridden is None else recall_db.inactive_drops_of(request, ridden)
+            inactive = {}
+        elif ridden is not None:
+            inactive = recall_db.inactive_drops_of(request, next(found))
+        if consent is not None:
+            request = consent.apply(request, None if ridden is None else next(found))
         return _resolve(snap, request, member=member, inactive=inactive, **options)
 
 
@@ -1247,6 +1261,7 @@ def _resolve(
         rounds=rounds,
         corpus=corpus,
         revision_of=revision_of,
+        request=request,
     )
 
 

@@ -674,3 +674,31 @@ def test_concurrent_appends_never_share_a_position(require_postgres, member) -> 
     )
     assert arrivals == sorted(arrivals)  # stamped under the lock
     assert verify_member_chain(tenant_id=member.tenant_id, member=member) is None
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["rows", "json"])
+def test_the_ledger_read_within_another_statement_is_the_ledger(
+    member, require_postgres, as_json
+) -> None:
+    grant(member, ConsentType.DATA_PROCESSING)
+    recorded = CaptureMethod.OPERATOR_RECORDED
+    grant(
+        member, MEDICAL, principal=as_operator(member), capture_method=recorded, witness=OPERATOR_ID
+    )
+    grant(member, MEDICAL, status="revoked")
+    grant(member, MEDICAL)
+    grant(member, FINANCIAL)
+    consent_purge_categories(principal=iris(member), member=member, categories=["financial"])
+    sql, params = selectors.member_ledger_sql(tenant_id=member.tenant_id, member=member)
+    with connection.cursor() as cursor:
+        if as_json:  # as the recall's snapshot carries it (memory.recall.snapshot._catch_up)
+            cursor.execute(f"SELECT json_agg(d) FROM ({sql}) AS d", params)  # noqa: S608
+            rows = [tuple(r.values()) for r in cursor.fetchone()[0]]
+        else:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+    events = selectors.member_ledger_of(rows, member=member)
+    whole = member_ledger(tenant_id=member.tenant_id, member=member)
+    assert len(whole) == 4  # the erased grant is left out by both
+    assert sorted(events, key=lambda e: e.position) == whole
+    assert ledger.active_granted(events) == {ConsentType.DATA_PROCESSING, MEDICAL}

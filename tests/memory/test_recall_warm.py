@@ -291,3 +291,107 @@ def test_clearing_drops_what_the_trail_has_due(
     assert recall_snapshot._TRAIL._due
     recall_snapshot.clear()
     assert not recall_snapshot._TRAIL._due
+
+
+@pytest.fixture
+def no_cascade() -> Any:
+    """A revocation whose cascade over the member's rows has not run yet: the recall's read
+    of the ledger alone must hold the category back."""
+    from consent.signals import sensitive_consent_revoked
+    from memory import receivers
+
+    sensitive_consent_revoked.disconnect(dispatch_uid=receivers.DISPATCH_UID)
+    yield
+    receivers.connect()
+
+
+def _health_recall(surface_api: Any, member: Any) -> dict[str, Any]:
+    response = surface_api.post(
+        "/api/v1/recall",
+        {
+            "userId": str(member.public_id),
+            "scope": {"kind": "profile"},
+            "query": "what medicine do I take",
+            "surface": "assistant",
+            "context": "health",
+            "destinationTier": "local",
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    return dict(response.json())
+
+
+def _medical(member: Any) -> None:
+    from memory.services import memory_write
+    from tests.factories import as_member, draft, grant_category
+
+    grant_category(member, "medical")
+    memory_write(
+        principal=as_member(member),
+        member=member,
+        draft=draft(member, "I take insulin with breakfast", category="medical"),
+    )
+
+
+def _counted_ledger_reads(monkeypatch: Any) -> list[int]:
+    reads: list[int] = []
+    read = recall_service.active_consent_types
+
+    def counted(**kwargs: Any) -> Any:
+        reads.append(1)
+        return read(**kwargs)
+
+    monkeypatch.setattr(recall_service, "active_consent_types", counted)
+    return reads
+
+
+WITHHELD = {"sensitive-category-without-consent": 1}
+
+
+def test_a_caught_up_recall_reads_the_consent_ledger_on_the_snapshots_round_trip(
+    require_postgres, ready, surface_api, builds, monkeypatch, no_cascade
+) -> None:
+    from consent.enums import category_consent_type
+    from tests.factories import grant, grant_category
+
+    _medical(ready)
+    assert len(_health_recall(surface_api, ready)["entries"]) == 1
+    assert builds == [ready.pk]
+    own_reads = _counted_ledger_reads(monkeypatch)
+    riders: list[int] = []
+    catch_up = recall_snapshot._catch_up
+
+    def looking(member: Any, snap: Any, riders_asked: Any = ()) -> Any:
+        riders.append(len(riders_asked))
+        return catch_up(member, snap, riders_asked)
+
+    monkeypatch.setattr(recall_snapshot, "_catch_up", looking)
+    grant(ready, category_consent_type("medical"), status="revoked")
+    withheld = _health_recall(surface_api, ready)
+    assert withheld["entries"] == []
+    assert withheld["auditEnvelope"]["suppressionCounts"] == WITHHELD
+    grant_category(ready, "medical")
+    assert [e["entry"]["body"] for e in _health_recall(surface_api, ready)["entries"]] == [
+        "I take insulin with breakfast"
+    ]
+    # Caught up, never rebuilt, with the ledger riding on each look; no read of its own.
+    assert builds == [ready.pk] and riders == [2, 2] and own_reads == []
+
+
+def test_a_built_snapshot_reads_the_consent_ledger_itself(
+    require_postgres, ready, surface_api, builds, monkeypatch, no_cascade
+) -> None:
+    from consent.enums import category_consent_type
+    from tests.factories import grant
+
+    _medical(ready)
+    own_reads = _counted_ledger_reads(monkeypatch)
+    assert len(_health_recall(surface_api, ready)["entries"]) == 1
+    assert builds == [ready.pk] and own_reads == [1]
+    recall_snapshot.clear()
+    grant(ready, category_consent_type("medical"), status="revoked")
+    withheld = _health_recall(surface_api, ready)
+    assert withheld["entries"] == []
+    assert withheld["auditEnvelope"]["suppressionCounts"] == WITHHELD
+    assert builds == [ready.pk, ready.pk] and own_reads == [1, 1]
