@@ -2,10 +2,11 @@
 
 `memory.recall` decides; this module gathers what it decides on and records what happened:
 
-1. the request: scope key, surface, context, consented categories (the ledger's, narrowed
-   by the request, never widened), `now`;
+1. the request: scope key, surface, context, `now`;
 2. governance `pre_recall` (run limits, the egress tier check);
-3. candidates from the member snapshot (`memory.recall.snapshot`) and `recall.resolve`;
+3. the consented categories (the ledger's, narrowed by the request, never widened), read
+   on the snapshot's catch-up where it has one; then candidates from the member snapshot
+   (`memory.recall.snapshot`) and `recall.resolve`;
 4. the egress gate: entries whose class may not reach the destination tier are withheld and
    counted by reason in `suppressionCounts`; governance `post_recall` checks what is left;
 5. the answer: `recall.to_wire`, bodies scrubbed of credentials, governance `pre_response`;
