@@ -61,7 +61,7 @@ def _write(surface_api: Any, member: Any, body: str, subject: str) -> str:
     return str(response.json()["revisionId"])
 
 
-def _recall(surface_api: Any, member: Any, query: str) -> list[str]:
+def _answer(surface_api: Any, member: Any, query: str, **fields: str) -> dict[str, Any]:
     response = surface_api.post(
         "/api/v1/recall",
         {
@@ -70,11 +70,16 @@ def _recall(surface_api: Any, member: Any, query: str) -> list[str]:
             "query": query,
             "surface": "assistant",
             "context": "general",
+            **fields,
         },
         format="json",
     )
     assert response.status_code == 200, response.content
-    return [item["entry"]["body"] for item in response.json()["entries"]]
+    return dict(response.json())
+
+
+def _recall(surface_api: Any, member: Any, query: str) -> list[str]:
+    return [item["entry"]["body"] for item in _answer(surface_api, member, query)["entries"]]
 
 
 def test_a_write_leaves_the_workers_snapshot_current_for_the_next_recall(
@@ -306,20 +311,9 @@ def no_cascade() -> Any:
 
 
 def _health_recall(surface_api: Any, member: Any) -> dict[str, Any]:
-    response = surface_api.post(
-        "/api/v1/recall",
-        {
-            "userId": str(member.public_id),
-            "scope": {"kind": "profile"},
-            "query": "what medicine do I take",
-            "surface": "assistant",
-            "context": "health",
-            "destinationTier": "local",
-        },
-        format="json",
+    return _answer(
+        surface_api, member, "what medicine do I take", context="health", destinationTier="local"
     )
-    assert response.status_code == 200, response.content
-    return dict(response.json())
 
 
 def _medical(member: Any) -> None:
