@@ -650,11 +650,11 @@ def _history_sql(
     return sql, params
 
 
-# How far a surfaced entry's last referenced time may lag its latest recall. Moving it on
-# every recall made each bump a new row version in all 14 indexes of memory's table (the
-# recency index holds it); left alone, the bump is a HOT update that touches no index
-# (migration 0007). A minute moves a score by at most 0.4 * (1 - 2^(-60 s / 30 days)),
-# 6.4e-6; the recall history keeps every recall's exact time.
+# How far a surfaced entry's last referenced time may lag its latest recall. It was kept
+# to the minute while an index held it, so that most bumps left every index alone; no
+# index holds it or the reference count now (migration 0013), so every bump is a HOT
+# update whatever the time does. A minute moves a score by at most
+# 0.4 * (1 - 2^(-60 s / 30 days)), 6.4e-6; the recall history keeps every exact time.
 LAST_REFERENCED_RESOLUTION = timedelta(minutes=1)
 
 
