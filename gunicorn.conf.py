@@ -48,9 +48,12 @@ def when_ready(server) -> None:  # type: ignore[no-untyped-def]
 
 
 def post_worker_init(worker) -> None:  # type: ignore[no-untyped-def]
-    from iris_site.warm import worker_ready
+    from django.core.signals import request_finished
+
+    from iris_site.warm import renew_connection, worker_ready
 
     worker_ready(worker.wsgi)
+    request_finished.connect(renew_connection, dispatch_uid="iris-renew-connection")
     _settle()
     if _together is not None:
         _together.arrive(START_TOGETHER_SECONDS)

@@ -51,11 +51,10 @@ def worker_ready(app: Any = None) -> None:
     them at each table's first query), rehearse a recall, then send requests through
     `app` (the worker's WSGI application) that stop before any work
     (`rehearse_requests`). The database connection stays open for `DB_CONN_MAX_AGE`
-    seconds, like any request's. A service that cannot answer is left to the first
-    request to report."""
-    from django.apps import apps
+    seconds, like any request's; gunicorn.conf.py has its successor opened the same way
+    (`renew_connection`). A service that cannot answer is left to the first request to
+    report."""
     from django.core.cache import cache
-    from django.db import DatabaseError, connection
 
     try:
         cache.get("iris:worker-ready")
@@ -67,31 +66,64 @@ def worker_ready(app: Any = None) -> None:
         warm_worker()
     except Exception as exc:  # noqa: BLE001  (recall itself reports a model that fails)
         logger.warning("worker start: query encoder not warmed: %s", type(exc).__name__)
-    if connection.vendor != "postgresql":
+    if not _open_database("worker start") or app is None:
         return
+    try:
+        rehearse_requests(app)
+    except Exception as exc:  # noqa: BLE001  (the first request goes the same way, and reports)
+        logger.warning("worker start: requests not rehearsed: %s", type(exc).__name__)
+
+
+# The database connection `_open_database` last made ready (None before any).
+_ready: list[Any] = [None]
+
+
+def _open_database(when: str, *, again: bool = False) -> bool:
+    """Open the database connection, read every table's catalog ahead and rehearse a
+    recall on it (`again`: on a connection other than the one rehearsed before). Returns
+    whether the connection is open (PostgreSQL only; elsewhere there is nothing to do)."""
+    from django.apps import apps
+    from django.db import DatabaseError, connection
+
+    if connection.vendor != "postgresql":
+        return False
     try:
         with connection.cursor() as cursor:
             for model in apps.get_models(include_auto_created=True):
                 table = connection.ops.quote_name(model._meta.db_table)
                 cursor.execute(f"SELECT * FROM {table} LIMIT 0")  # noqa: S608  (a model's own table name)
     except DatabaseError as exc:
-        logger.warning("worker start: database not read ahead: %s", type(exc).__name__)
+        logger.warning("%s: database not read ahead: %s", when, type(exc).__name__)
         connection.close()
-        return
+        return False
+    _ready[0] = connection.connection
     try:
-        from memory.recall.service import rehearse_latest
+        from memory.recall.service import rehearse_again, rehearse_latest
 
-        rehearse_latest()
+        rehearse_again() if again else rehearse_latest()
     except Exception as exc:  # noqa: BLE001  (the first recall does the same work, and reports)
         # Its transaction is rolled back; a connection the failure broke is replaced at the
         # first request (Django closes one that errored and no longer answers).
-        logger.warning("worker start: recall not rehearsed: %s", type(exc).__name__)
-    if app is None:
+        logger.warning("%s: recall not rehearsed: %s", when, type(exc).__name__)
+    return True
+
+
+def renew_connection(**_: Any) -> None:
+    """`request_finished` in a gunicorn worker (gunicorn.conf.py), after Django's own
+    handler and the answer's after-work (`governance.after_response`): when the request's end
+    left the worker without the connection it had made ready (closed for its age, or
+    replaced by one the answer's after-work opened), open and ready the next one now, once
+    the answer has gone out, rather than in the next request, which would otherwise pay
+    for the new server process's first reads and the statements it prepares anew
+    (docs/performance.md, "A worker's connection renewed ahead"). Not when connections are
+    not kept (`DB_CONN_MAX_AGE=0`): each request then opens its own by choice."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql" or connection.settings_dict.get("CONN_MAX_AGE") == 0:
         return
-    try:
-        rehearse_requests(app)
-    except Exception as exc:  # noqa: BLE001  (the first request goes the same way, and reports)
-        logger.warning("worker start: requests not rehearsed: %s", type(exc).__name__)
+    if connection.connection is not None and connection.connection is _ready[0]:
+        return
+    _open_database("connection renewed", again=True)
 
 
 # The path the rehearsed requests take, and how many times each is sent: psycopg prepares

@@ -96,6 +96,73 @@ def test_a_failed_rehearsal_is_left_to_the_first_recall(
     assert not connection.in_atomic_block
 
 
+@pytest.fixture
+def renewing(monkeypatch):
+    """`renew_connection` on `request_finished`, as gunicorn.conf.py connects it in a
+    worker, with the recall rehearsals it asks for counted."""
+    from django.core.signals import request_finished
+
+    from memory.recall import service as recall_service
+
+    rehearsed: list[str] = []
+    monkeypatch.setattr(recall_service, "rehearse_again", lambda: rehearsed.append("again"))
+    monkeypatch.setattr(recall_service, "rehearse_latest", lambda: rehearsed.append("first"))
+    request_finished.connect(warm.renew_connection, dispatch_uid="test-renew")
+    try:
+        yield rehearsed
+    finally:
+        request_finished.disconnect(dispatch_uid="test-renew")
+
+
+def _catalog_reads(queries: CaptureQueriesContext) -> int:
+    return sum(q["sql"].endswith(" LIMIT 0") for q in queries.captured_queries)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_closed_for_its_age_is_renewed_once_the_answer_is_out(
+    require_postgres, renewing
+) -> None:
+    from django.core.signals import request_finished
+
+    warm.worker_ready()
+    assert renewing == ["first"]
+    first = connection.connection
+    request_finished.send(sender=None)  # young: Django keeps it, and so does the renewal
+    assert connection.connection is first and renewing == ["first"]
+    # Past DB_CONN_MAX_AGE: Django's own handler closes it at the request's end, then the
+    # renewal opens the next one, reads the catalog ahead and rehearses recall on it.
+    connection.close_at = 0.0
+    with CaptureQueriesContext(connection) as queries:
+        request_finished.send(sender=None)
+    assert connection.connection is not None and connection.connection is not first
+    assert connection.is_usable()
+    assert _catalog_reads(queries) == len(apps.get_models(include_auto_created=True))
+    assert renewing == ["first", "again"]
+    request_finished.send(sender=None)  # the renewed one is ready: nothing more
+    assert renewing == ["first", "again"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_the_after_work_opened_is_readied_too(require_postgres, renewing) -> None:
+    warm.worker_ready()
+    connection.close()
+    connection.ensure_connection()  # as the answer's after-work would, lazily
+    warm.renew_connection()
+    assert renewing == ["first", "again"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_connections_not_kept_are_not_renewed(require_postgres, renewing, monkeypatch) -> None:
+    from django.core.signals import request_finished
+
+    warm.worker_ready()
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    connection.close_at = 0.0
+    request_finished.send(sender=None)
+    assert connection.connection is None  # closed by Django, left closed
+    assert renewing == ["first"]
+
+
 def test_worker_ready_leaves_an_unreachable_database_to_the_first_request(
     require_postgres, monkeypatch, caplog
 ) -> None:

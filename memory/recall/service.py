@@ -836,6 +836,14 @@ def rehearse_latest() -> bool:
     return rehearse(member) if member is not None else False
 
 
+def rehearse_again() -> bool:
+    """`rehearse_latest` on a connection opened since this process rehearsed: what the
+    driver prepared, and what the server process cached, went with the old one (a worker's
+    connection renewed for its age, iris_site.warm.renew_connection)."""
+    _REHEARSED.clear()
+    return rehearse_latest()
+
+
 def latest_member() -> User | None:
     """The member whose memory changed, or was recalled, most recently (the change log's
     newest note); None when the log is empty or unreadable here (SQLite)."""

@@ -95,6 +95,7 @@ EXEMPT: dict[str, str] = {
         "nothing of them and writes nothing"
     ),
     "memory.recall.service.rehearse_latest": "rehearse for the latest member; as rehearse",
+    "memory.recall.service.rehearse_again": "rehearse_latest on a new connection; as rehearse",
     "memory.recall.service.prepared_after": (
         "a count read off the database driver's settings; reads no data and writes nothing"
     ),

@@ -64,6 +64,36 @@ def test_the_worker_hook_reads_ahead_freezes_and_raises_the_young_threshold(monk
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+        _no_renewal()
+
+
+def _no_renewal() -> None:
+    # Outside gunicorn no connection is renewed after a request (tests/test_warm.py).
+    from django.core.signals import request_finished
+
+    request_finished.disconnect(dispatch_uid=RENEW_UID)
+
+
+RENEW_UID = "iris-renew-connection"
+
+
+def test_the_worker_hook_renews_the_connection_after_requests(monkeypatch) -> None:
+    from django.core.signals import request_finished
+
+    from iris_site import warm
+
+    monkeypatch.setattr(warm, "worker_ready", lambda app: None)
+    conf = _conf()
+    before = gc.get_threshold()
+    try:
+        assert RENEW_UID not in {key[0] for key, *_ in request_finished.receivers}
+        conf.post_worker_init(_Booting())
+        renewing = [r for key, r, *_ in request_finished.receivers if key[0] == RENEW_UID]
+        assert [r() for r in renewing] == [warm.renew_connection]
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+        _no_renewal()
 
 
 def test_workers_take_requests_once_all_have_warmed_up(monkeypatch) -> None:
@@ -84,6 +114,7 @@ def test_workers_take_requests_once_all_have_warmed_up(monkeypatch) -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+        _no_renewal()
 
 
 class _Worker:
