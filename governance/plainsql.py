@@ -40,9 +40,9 @@ _PLANNED_ONCE = {
 _SET_PLANNED_ONCE = "SELECT " + ", ".join(
     f"set_config('{name}', '{value}', false)" for name, value in _PLANNED_ONCE.items()
 )
-_RESET_PLANNED_ONCE = (
-    "SELECT set_config(name, reset_val, false) FROM pg_settings WHERE name = ANY(%s)"
-)
+# Each back to the session's own value. Read through `pg_settings`, that took most of a
+# warm recall's catch-up round trip (it lists every setting the server has).
+_RESET_PLANNED_ONCE = tuple(f"RESET {name}" for name in _PLANNED_ONCE)
 
 
 def rows_planned_once(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -63,7 +63,8 @@ def rows_planned_once(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with connection.wrap_database_errors, raw.pipeline():
             raw.execute(_SET_PLANNED_ONCE)
             cur.execute(sql, list(params))
-            raw.execute(_RESET_PLANNED_ONCE, [list(_PLANNED_ONCE)])
+            for reset in _RESET_PLANNED_ONCE:
+                raw.execute(reset)
         return list(cur.fetchall())
 
 
