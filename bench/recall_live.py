@@ -50,7 +50,9 @@ reported as missing.
 
 A recall that times out (`--timeout`, per request), fails to connect or answers 5xx is an
 error: it counts as a miss in hit@12 and nDCG@12 and is left out of the latency figures,
-and the run goes on. Not part of `make test`.
+and the run goes on. `--trace PREFIX` also writes each stream's requests (seconds and
+worker, in order) to a JSON file, to see where in the stream the slow ones fall. Not part
+of `make test`.
 """
 
 from __future__ import annotations
@@ -648,6 +650,11 @@ def run(args: argparse.Namespace, size: int, mode: str, var_dir: Path) -> dict[s
         "timeout_s": args.timeout,
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
+    if args.trace:
+        # Each stream recall in order with its seconds and the worker that answered, and
+        # the floor's seconds: where in the stream the slow ones fall.
+        trace = {"order": order, "recall": recall_s, "floor": floor_s, "pids": pids}
+        Path(f"{args.trace}-{size}-{mode}.json").write_text(json.dumps(trace))
     return record
 
 
@@ -751,6 +758,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--no-control", action="store_true", help="skip the in-process equal-usage control"
+    )
+    parser.add_argument(
+        "--trace", metavar="PREFIX", help="write each stream's requests to PREFIX-SIZE-MODE.json"
     )
     parser.add_argument("--quick", action="store_true", help="300 memories, 40 questions")
     args = parser.parse_args()
