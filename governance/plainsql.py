@@ -40,8 +40,8 @@ _PLANNED_ONCE = {
 _SET_PLANNED_ONCE = "SELECT " + ", ".join(
     f"set_config('{name}', '{value}', false)" for name, value in _PLANNED_ONCE.items()
 )
-# Each back to the session's own value. Read through `pg_settings`, that took most of a
-# warm recall's catch-up round trip (it lists every setting the server has).
+# Each back to the session's own value with RESET, not through `pg_settings`: that view
+# lists every setting the server has, and this runs at every warm recall's catch-up.
 _RESET_PLANNED_ONCE = tuple(f"RESET {name}" for name in _PLANNED_ONCE)
 
 

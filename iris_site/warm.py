@@ -14,6 +14,7 @@ import json
 import logging
 import multiprocessing
 import sys
+import threading
 import uuid
 from typing import Any
 
@@ -74,8 +75,9 @@ def worker_ready(app: Any = None) -> None:
         logger.warning("worker start: requests not rehearsed: %s", type(exc).__name__)
 
 
-# The database connection `_open_database` last made ready (None before any).
-_ready: list[Any] = [None]
+# The database connection `_open_database` last made ready in each thread (Django's
+# connections are per thread).
+_ready = threading.local()
 
 
 def _open_database(when: str, *, again: bool = False) -> bool:
@@ -96,7 +98,7 @@ def _open_database(when: str, *, again: bool = False) -> bool:
         logger.warning("%s: database not read ahead: %s", when, type(exc).__name__)
         connection.close()
         return False
-    _ready[0] = connection.connection
+    _ready.connection = connection.connection
     try:
         from memory.recall.service import rehearse_again, rehearse_latest
 
@@ -115,13 +117,15 @@ def renew_connection(**_: Any) -> None:
     replaced by one the answer's after-work opened), open and ready the next one now, once
     the answer has gone out, rather than in the next request, which would otherwise pay
     for the new server process's first reads and the statements it prepares anew
-    (docs/performance.md, "A worker's connection renewed ahead"). Not when connections are
+    (docs/decisions/recall.md, "A worker's connection renewed ahead"). Not when connections are
     not kept (`DB_CONN_MAX_AGE=0`): each request then opens its own by choice."""
     from django.db import connection
 
     if connection.vendor != "postgresql" or connection.settings_dict.get("CONN_MAX_AGE") == 0:
         return
-    if connection.connection is not None and connection.connection is _ready[0]:
+    if connection.connection is not None and connection.connection is getattr(
+        _ready, "connection", None
+    ):
         return
     _open_database("connection renewed", again=True)
 

@@ -152,6 +152,33 @@ def test_a_connection_the_after_work_opened_is_readied_too(require_postgres, ren
 
 
 @pytest.mark.django_db(transaction=True)
+def test_each_thread_readies_its_own_connection_once(require_postgres, renewing) -> None:
+    # Django's connections are per thread (a gthread worker serves requests on several):
+    # another thread's connection is readied at its first request's end, then left alone,
+    # and so is this thread's.
+    import threading
+
+    from django.db import connections
+
+    warm.worker_ready()
+    mine = connection.connection
+
+    def serve_two() -> None:
+        try:
+            warm.renew_connection()
+            warm.renew_connection()
+        finally:
+            connections.close_all()
+
+    other = threading.Thread(target=serve_two)
+    other.start()
+    other.join()
+    warm.renew_connection()
+    assert renewing == ["first", "again"]
+    assert connection.connection is mine
+
+
+@pytest.mark.django_db(transaction=True)
 def test_connections_not_kept_are_not_renewed(require_postgres, renewing, monkeypatch) -> None:
     from django.core.signals import request_finished
 

@@ -17,9 +17,9 @@ an exhaustive run over every row (tests/memory/test_recall_fast_path.py proves i
    the same order (GIN term index). Streams grow in doubling chunks until every term set an
    unseen row could hold is bounded strictly below the k-th score (`_violated`). Once the
    k-th score is known, a chunk read on hands over only rows whose score, bounded row by
-   row in SQL, can still reach it (`_reach_filter`). Since recall ranks from the member
-   snapshot, no index holds this order (migration 0013: it held the usage counters, so
-   every bump was a new entry in every index); PostgreSQL sorts the member's gated rows.
+   row in SQL, can still reach it (`_reach_filter`). No index holds this order: it would
+   hold the usage counters, and every bump would add an entry to each index (migration
+   0013). Recall ranks from the member snapshot, so here PostgreSQL sorts the gated rows.
 4. **Cluster closure**, in the same statement: every gated row sharing (category, subject)
    with a fetched row and at least as recent, because dedupe keeps the most recent row of
    a cluster whatever its score.

@@ -650,11 +650,10 @@ def _history_sql(
     return sql, params
 
 
-# How far a surfaced entry's last referenced time may lag its latest recall. It was kept
-# to the minute while an index held it, so that most bumps left every index alone; no
-# index holds it or the reference count now (migration 0013), so every bump is a HOT
-# update whatever the time does. A minute moves a score by at most
-# 0.4 * (1 - 2^(-60 s / 30 days)), 6.4e-6; the recall history keeps every exact time.
+# How far a surfaced entry's last referenced time may lag its latest recall: the ranking
+# needs no finer time (a minute moves a score by at most 0.4 * (1 - 2^(-60 s / 30 days)),
+# 6.4e-6), and the recall history keeps every exact time. No index holds it or the
+# reference count (migration 0013), so a bump is a HOT update whether the time moves or not.
 LAST_REFERENCED_RESOLUTION = timedelta(minutes=1)
 
 
