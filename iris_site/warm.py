@@ -102,7 +102,10 @@ def _open_database(when: str, *, again: bool = False) -> bool:
     try:
         from memory.recall.service import rehearse_again, rehearse_latest
 
-        rehearse_again() if again else rehearse_latest()
+        if again:
+            rehearse_again()
+        else:
+            rehearse_latest()
     except Exception as exc:  # noqa: BLE001  (the first recall does the same work, and reports)
         # Its transaction is rolled back; a connection the failure broke is replaced at the
         # first request (Django closes one that errored and no longer answers).

@@ -25,6 +25,17 @@ def _conf():
     return module
 
 
+# The worker hook connects the connection renewal under this id (gunicorn.conf.py).
+RENEW_UID = "iris-renew-connection"
+
+
+def _no_renewal() -> None:
+    # Outside gunicorn no connection is renewed after a request (tests/test_warm.py).
+    from django.core.signals import request_finished
+
+    request_finished.disconnect(dispatch_uid=RENEW_UID)
+
+
 def test_gunicorn_reads_it_from_the_working_directory() -> None:
     done = subprocess.run(
         [str(Path(sys.executable).parent / "gunicorn"), "--print-config", "iris_site.wsgi"],
@@ -65,16 +76,6 @@ def test_the_worker_hook_reads_ahead_freezes_and_raises_the_young_threshold(monk
         gc.unfreeze()
         gc.set_threshold(*before)
         _no_renewal()
-
-
-def _no_renewal() -> None:
-    # Outside gunicorn no connection is renewed after a request (tests/test_warm.py).
-    from django.core.signals import request_finished
-
-    request_finished.disconnect(dispatch_uid=RENEW_UID)
-
-
-RENEW_UID = "iris-renew-connection"
 
 
 def test_the_worker_hook_renews_the_connection_after_requests(monkeypatch) -> None:
