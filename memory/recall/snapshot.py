@@ -93,6 +93,8 @@ _LIGHT = (
 # where no words are stored, and the stored vector.
 _WORDS_AT = 15
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
+# The per-row codes the gates and dedupe read (all of them; usage is in `floats`).
+_GATE_INTS = ("scope", "adapter", "category", "cluster", "reason", "sensitive")
 _NO_POSTING = (_NO_SLOTS, np.zeros(0))
 
 
@@ -188,8 +190,10 @@ class Snapshot:
         # posting once at most, and only for the words a question asks about.
         self._appended: dict[str, list[tuple[int, float]]] = {}
         self.dead = 0
-        # `keyed_by_recency`, until a row is added or a row's key or time changes.
+        # `keyed_by_recency`, and what `reachable` and `census` worked out, until a fact
+        # the gates or dedupe read changes (`_gate_facts`): a usage bump changes none.
         self._keyed_order: np.ndarray | None = None
+        self._gate_memo: dict[Any, Any] = {}
 
     # -- keeping it current ---------------------------------------------------------
 
@@ -212,7 +216,21 @@ class Snapshot:
             self.vectors = moved(self.vectors)
         self.has_vector = moved(self.has_vector)
         self.capacity = capacity
+        self._forget_gates()
+
+    def _forget_gates(self) -> None:
         self._keyed_order = None
+        self._gate_memo.clear()
+
+    def _gate_facts(self, at: int) -> tuple[Any, ...]:
+        """What the gates and dedupe read of the row in slot `at`."""
+        ints, floats = self.ints, self.floats
+        return (
+            bool(self.live[at]),
+            *(int(ints[k][at]) for k in _GATE_INTS),
+            float(floats["ends"][at]),
+            float(floats["updated"][at]),
+        )
 
     def known(self, revision: uuid.UUID) -> bool:
         return revision in self.slot
@@ -260,27 +278,31 @@ class Snapshot:
             self.vectors[at] = embedding.from_bytes(bytes(vector))
             self.has_vector[at] = True
         codes = self.codes
-        before = (int(self.ints["cluster"][at]), float(self.floats["updated"][at]))
-        self.live[at] = True
-        self.ints["scope"][at] = codes.of("s:" + light[3])
-        self.ints["adapter"][at] = codes.of("a:" + light[4])
-        self.ints["category"][at] = codes.of("c:" + light[5])
         subject = light[6] or ""
         # The pipeline's conflict key: (category, actor handle or "", subject).
         actor = light[13] or ""
-        self.ints["cluster"][at] = (
-            codes.of(f"k:{light[5]}\x00{actor}\x00{subject}") if subject else -1
-        )
-        self.ints["reason"][at] = codes.of("r:" + light[8]) if light[8] else -1
-        self.ints["sensitive"][at] = int(light[13] is not None and bool(light[14]))
         ends = _seconds(light[9])
-        self.floats["ends"][at] = -_INF if not light[8] else (_INF if ends is None else ends)
+        facts = (
+            True,
+            codes.of("s:" + light[3]),
+            codes.of("a:" + light[4]),
+            codes.of("c:" + light[5]),
+            codes.of(f"k:{light[5]}\x00{actor}\x00{subject}") if subject else -1,
+            codes.of("r:" + light[8]) if light[8] else -1,
+            int(light[13] is not None and bool(light[14])),
+            -_INF if not light[8] else (_INF if ends is None else ends),
+            _seconds(light[12]),
+        )
+        # Most changes a catch-up reads are usage bumps, which leave these as they are.
+        if added or facts != self._gate_facts(at):
+            self.live[at] = True
+            for name, value in zip(_GATE_INTS, facts[1:7], strict=True):
+                self.ints[name][at] = value
+            self.floats["ends"][at], self.floats["updated"][at] = facts[7:]
+            self._forget_gates()
         self.floats["refs"][at] = min(1.0, max(0, light[10]) / recall.REFERENCE_COUNT_SATURATION)
         self.floats["origin"][at] = _ORIGIN.get(light[7], _BEST_ORIGIN)
         self.floats["anchor"][at] = _seconds(light[11])
-        self.floats["updated"][at] = _seconds(light[12])
-        if added or before != (int(self.ints["cluster"][at]), float(self.floats["updated"][at])):
-            self._keyed_order = None
 
     def fill(self, rows: Sequence[Sequence[Any]]) -> None:
         """An empty snapshot's rows (`_rows_sql`'s columns), as `put` would add them one by
@@ -346,6 +368,7 @@ class Snapshot:
             self.has_vector[have] = True
         self.size = n
         self.live[:n] = True
+        self._forget_gates()
 
     def _fill_words(self, texts: Sequence[str]) -> None:
         """Postings and lengths of rows 0..n-1 from their space-joined words: one split of
@@ -388,6 +411,7 @@ class Snapshot:
         if at is None:
             return
         self.live[at] = False
+        self._forget_gates()
         for word in self.words_at(at):
             held = self.posting(word)
             if not len(held[0]):
@@ -455,13 +479,20 @@ class Snapshot:
         self, request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
     ) -> np.ndarray:
         """Mask of the slots in the request's reachable scope keys and the surface's
-        adapter scopes: the live part of what the exhaustive pipeline evaluates."""
-        n = self.size
-        keys = [self.codes.get("s:" + k, -1) for k in recall.reachable_scope_keys(request)]
-        mask = self.live[:n] & np.isin(self.ints["scope"][:n], keys)
+        adapter scopes: the live part of what the exhaustive pipeline evaluates. Read-only:
+        the same array serves each recall of these scopes until a row's gate facts change."""
+        keys = tuple(self.codes.get("s:" + k, -1) for k in recall.reachable_scope_keys(request))
+        scopes = None
         if adapter_scopes is not None:
-            scopes = [self.codes.get("a:" + s, -1) for s in adapter_scopes]
-            mask &= np.isin(self.ints["adapter"][:n], scopes)
+            scopes = tuple(self.codes.get("a:" + s, -1) for s in adapter_scopes)
+        mask = self._gate_memo.get(("reach", keys, scopes))
+        if mask is None:
+            n = self.size
+            mask = self.live[:n] & np.isin(self.ints["scope"][:n], keys)
+            if scopes is not None:
+                mask &= np.isin(self.ints["adapter"][:n], scopes)
+            mask.flags.writeable = False
+            self._gate_memo["reach", keys, scopes] = mask
         return mask
 
     def gated(self, request: recall.RecallRequest, reach: np.ndarray) -> np.ndarray:
@@ -571,26 +602,20 @@ class Snapshot:
     ) -> tuple[dict[str, int], np.ndarray, int]:
         """What `resolve` would do with every live reachable row, but score them: (drops by
         gate reason, mask of the dedupe winners among the rows passing every gate (by
-        slot), how many such rows dedupe drops).
+        slot, read-only), how many such rows dedupe drops).
 
         The gates' verdict is the pipeline's own (`recall.reachable_drop_reason`), asked
         once per distinct (category, suppression still on, sensitive interaction); dedupe
         is the pipeline's rule: the most recent `updated_at` of a conflict key wins, ties
-        to the lower entry id."""
-        n = self.size
-        reach = np.flatnonzero(reach_mask)
-        winners = np.zeros(n, dtype=bool)
+        to the lower entry id. For a mask `reachable` handed out, the grouping and the
+        dedupe are kept until a row's gate facts change or a suppression starts or ends:
+        the verdicts are asked anew at each call."""
+        now = request.now.timestamp()
+        grouped = self._groups(reach_mask, now)
+        reach, unique, inverse, sizes, width, window = grouped
         counts: dict[str, int] = {}
         if not len(reach):
-            return counts, winners, 0
-        on = self.floats["ends"][reach] > request.now.timestamp()
-        reason = np.where(on, self.ints["reason"][reach], -1)
-        category = self.ints["category"][reach]
-        sensitive = self.ints["sensitive"][reach]
-        # One integer per (category, suppression, interaction): codes are below len(codes).
-        width = len(self.codes) + 1
-        groups = (category.astype(np.int64) * width + (reason + 1)) * 2 + sensitive
-        unique, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+            return counts, np.zeros(self.size, dtype=bool), 0
         names = self.codes.names
         verdict_of = recall.reachable_drop_reason(request)
         passes = np.zeros(len(unique), dtype=bool)
@@ -609,12 +634,56 @@ class Snapshot:
                 passes[g] = True
             else:
                 counts[dropped] = counts.get(dropped, 0) + int(sizes[g])
-        survivors = reach[passes[inverse.reshape(-1)]]
+        key = ("winners", id(reach_mask), passes.tobytes())
+        held = self._gate_memo.get(key)
+        if held is not None and held[0] is reach_mask and held[1] == window:
+            return counts, held[2], held[3]
+        winners, deduped = self._dedupe(reach[passes[inverse]])
+        winners.flags.writeable = False
+        if not reach_mask.flags.writeable:
+            self._gate_memo[key] = (reach_mask, window, winners, deduped)
+        return counts, winners, deduped
+
+    def _groups(
+        self, reach_mask: np.ndarray, now: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, tuple[float, float]]:
+        """The reachable slots grouped by (category, suppression still on, interaction):
+        the slots, the group codes, each slot's group, the groups' sizes, the codes' width,
+        and the moments [from, to) between which no reachable suppression starts or ends,
+        so that the grouping holds for any `now` inside them."""
+        memo_key = ("groups", id(reach_mask))
+        held = self._gate_memo.get(memo_key)
+        if held is not None and held[0] is reach_mask and held[1][0] <= now < held[1][1]:
+            return held[2]
+        reach = np.flatnonzero(reach_mask)
+        ends = self.floats["ends"][reach]
+        on = ends > now
+        window = (
+            float(ends[~on].max()) if not on.all() else -_INF,
+            float(ends[on].min()) if on.any() else _INF,
+        )
+        reason = np.where(on, self.ints["reason"][reach], -1)
+        category = self.ints["category"][reach]
+        sensitive = self.ints["sensitive"][reach]
+        # One integer per (category, suppression, interaction): codes are below len(codes).
+        width = len(self.codes) + 1
+        groups = (category.astype(np.int64) * width + (reason + 1)) * 2 + sensitive
+        unique, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+        grouped = (reach, unique, inverse.reshape(-1), sizes, width, window)
+        if not reach_mask.flags.writeable:
+            self._gate_memo[memo_key] = (reach_mask, window, grouped)
+        return grouped
+
+    def _dedupe(self, survivors: np.ndarray) -> tuple[np.ndarray, int]:
+        """Mask of the dedupe winners among `survivors` (slots passing every gate), and
+        how many of them dedupe drops."""
+        n = self.size
+        winners = np.zeros(n, dtype=bool)
         cluster = self.ints["cluster"][survivors]
         winners[survivors[cluster < 0]] = True
         keyed = survivors[cluster >= 0]
         if not len(keyed):
-            return counts, winners, 0
+            return winners, 0
         updated = self.floats["updated"]
         chosen = np.zeros(n, dtype=bool)
         chosen[keyed] = True
@@ -635,7 +704,7 @@ class Snapshot:
                     winners[head] = False
                     winners[rival] = True
                     order[head_of[i]] = rival
-        return counts, winners, int(len(keyed) - len(heads))
+        return winners, int(len(keyed) - len(heads))
 
     def keyed_by_recency(self) -> np.ndarray:
         """The slots of every row with a conflict key, as dedupe reads them: by key, the

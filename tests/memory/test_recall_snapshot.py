@@ -256,9 +256,65 @@ def test_a_cached_snapshot_follows_every_change(require_postgres, member) -> Non
     assert all(r.revision_id not in snap.slot for r in paused)
 
 
-def _census_by_revision(snap: recall_snapshot.Snapshot, request: recall.RecallRequest) -> Any:
-    counts, winners, deduped = snap.census(request, snap.reachable(request, None))
+def _census_by_revision(
+    snap: recall_snapshot.Snapshot,
+    request: recall.RecallRequest,
+    adapter_scopes: list[str] | None = None,
+) -> Any:
+    counts, winners, deduped = snap.census(request, snap.reachable(request, adapter_scopes))
     return counts, {snap.revisions[at] for at in winners.nonzero()[0].tolist()}, deduped
+
+
+@pytest.mark.django_db
+@_generated(40)
+def test_a_kept_snapshot_counts_what_a_fresh_one_counts(member, data) -> None:
+    # Between recalls a snapshot keeps its reachable rows, its census's grouping and its
+    # dedupe winners. Across usage bumps, changed gate facts and suppressions that end
+    # with time, it must count what a snapshot built from the same rows counts.
+    draw = data.draw
+    with transaction.atomic():
+        count = draw(st.integers(1, 30))
+        MemoryEntry.objects.bulk_create([_row(member, draw, i) for i in range(count)])
+        kept = recall_snapshot.Snapshot("lexical")
+        with connection.cursor() as cursor:
+            cursor.execute(*recall_snapshot._rows_sql(member, kept, "is_current"))
+            rows = [list(r) for r in cursor.fetchall()]
+        kept.fill(rows)
+        hour = 3600.0
+        moments = [NOW.timestamp() + h * hour for h in (-30, -1, 0, 1, 30)]
+        for _ in range(draw(st.integers(1, 15))):
+            step = draw(st.sampled_from(["ask", "usage", "suppress", "suppress", "key", "lift"]))
+            if step == "ask":
+                # The same question at moments on either side of a suppression's end.
+                asked = _request(member, draw)
+                scopes = draw(st.sampled_from([None, ["assistant_profile"], ["session"]]))
+                hours = draw(st.lists(st.sampled_from([-2, 0, 0.5, 1, 2, 48]), min_size=1))
+                for later in hours:
+                    request = replace(asked, now=NOW + timedelta(hours=later))
+                    fresh = recall_snapshot.Snapshot("lexical")
+                    fresh.fill(rows)
+                    counted = _census_by_revision(kept, request, scopes)
+                    assert counted == _census_by_revision(fresh, request, scopes)
+                    # Asked again unchanged, the kept snapshot answers from what it kept.
+                    reach = kept.reachable(request, scopes)
+                    assert reach is kept.reachable(request, scopes)
+                    if reach.any():
+                        winners = kept.census(request, reach)[1]
+                        assert kept.census(request, reach)[1] is winners
+                continue
+            row = rows[draw(st.integers(0, len(rows) - 1))]
+            if step == "usage":
+                row[10] += 1
+                row[11] = NOW.timestamp()
+            elif step == "suppress":
+                row[8], row[9] = "user-pause", draw(st.sampled_from([None, *moments]))
+            elif step == "lift":
+                row[8], row[9] = None, None
+            else:
+                row[6] = draw(st.sampled_from(["", "drink", "home"]))
+                row[12] = draw(st.sampled_from(TIMES)).timestamp()
+            kept.put(row[: recall_snapshot._WORDS_AT])
+        transaction.set_rollback(True)
 
 
 @pytest.mark.django_db(transaction=True)
