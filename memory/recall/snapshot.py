@@ -95,6 +95,9 @@ _WORDS_AT = 15
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
 # The per-row codes the gates and dedupe read (all of them; usage is in `floats`).
 _GATE_INTS = ("scope", "adapter", "category", "cluster", "reason", "sensitive")
+# How many masks and groupings a snapshot keeps: one per scope asked (a session each), so
+# a member asking from many sessions between two writes does not grow it without end.
+_GATE_MEMO_MAX = 64
 _NO_POSTING = (_NO_SLOTS, np.zeros(0))
 
 
@@ -487,6 +490,8 @@ class Snapshot:
             scopes = tuple(self.codes.get("a:" + s, -1) for s in adapter_scopes)
         mask = self._gate_memo.get(("reach", keys, scopes))
         if mask is None:
+            if len(self._gate_memo) >= _GATE_MEMO_MAX:
+                self._gate_memo.clear()
             n = self.size
             mask = self.live[:n] & np.isin(self.ints["scope"][:n], keys)
             if scopes is not None:

@@ -317,6 +317,31 @@ def test_a_kept_snapshot_counts_what_a_fresh_one_counts(member, data) -> None:
         transaction.set_rollback(True)
 
 
+@pytest.mark.django_db
+def test_a_snapshot_keeps_a_bounded_number_of_masks(member) -> None:
+    # One mask per scope asked: a member asking from many sessions between two writes
+    # must not grow what the snapshot keeps without end.
+    uid = str(member.public_id)
+    sessions = 3 * recall_snapshot._GATE_MEMO_MAX
+    rows = [_profile_row(member, i, "tea", NOW) for i in range(sessions)]
+    for i, row in enumerate(rows):
+        row.scope_kind, row.scope_key = "session", f"session:{uid}:s{i}"
+        row.scope_identifiers = {"userId": uid, "sessionId": f"s{i}"}
+        row.adapter_scope = "session"
+    MemoryEntry.objects.bulk_create(rows)
+    kept = recall_snapshot._build(member, "lexical", follow=False)
+    request = _profile_request(member, "tea", "assistant")
+    masks = set()
+    for i in range(sessions):
+        asked = replace(request, scope_kind="session", scope_key=f"session:{uid}:s{i}")
+        reach = kept.reachable(asked, None)
+        assert reach.sum() == 1
+        masks.add(reach.tobytes())
+        kept.census(asked, reach)
+        assert len(kept._gate_memo) <= recall_snapshot._GATE_MEMO_MAX + 2
+    assert len(masks) == sessions
+
+
 @pytest.mark.django_db(transaction=True)
 def test_dedupe_follows_a_change_of_a_rows_key_or_time(require_postgres, member) -> None:
     # The snapshot keeps its rows sorted for dedupe between recalls; a change of a row's
