@@ -365,10 +365,14 @@ def test_dedupe_follows_a_change_of_a_rows_key_or_time(require_postgres, member)
     assert winners == {rows[0].revision_id, rows[1].revision_id, rows[4].revision_id}
     snap = _snapshot_of(member)
     kept = snap.keyed_by_recency()
+    reach = snap.reachable(request, None)
+    winners = snap.census(request, reach)[1]
 
     _set(rows[2], reference_count=9, last_referenced_at=NOW)  # usage only
     agrees()
     assert snap.keyed_by_recency() is kept
+    assert snap.reachable(request, None) is reach
+    assert snap.census(request, reach)[1] is winners
 
     _set(rows[2], updated_at=NOW + timedelta(hours=1))  # now the most recent "drink" row
     _, winners, _ = agrees()
