@@ -95,8 +95,9 @@ _WORDS_AT = 15
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
 # The per-row codes the gates and dedupe read (all of them; usage is in `floats`).
 _GATE_INTS = ("scope", "adapter", "category", "cluster", "reason", "sensitive")
-# How many masks and groupings a snapshot keeps: one per scope asked (a session each), so
-# a member asking from many sessions between two writes does not grow it without end.
+# How many reaches a snapshot keeps (one per set of scopes asked: a session each), and
+# dedupe answers per reach, so a member asking from many sessions between two writes does
+# not grow them without end.
 _GATE_MEMO_MAX = 64
 _NO_POSTING = (_NO_SLOTS, np.zeros(0))
 
@@ -121,6 +122,22 @@ def _seconds(value: Any) -> float | None:
     moment = ops.convert_datetimefield_value(value, None, connection)
     assert moment is not None  # converted from a value that is not None
     return moment.timestamp()
+
+
+class Reach:
+    """The rows one set of scopes reaches (`mask`, by slot, read-only), and what the census
+    worked out over them: the grouping, valid for any moment in `window` [from, to), and
+    the dedupe answer of each pattern of passing groups. The snapshot keeps it until a
+    row's gate facts change; a usage bump changes none."""
+
+    __slots__ = ("grouped", "mask", "window", "winners")
+
+    def __init__(self, mask: np.ndarray) -> None:
+        mask.flags.writeable = False
+        self.mask = mask
+        self.window = (_INF, -_INF)  # holds no moment: nothing grouped yet
+        self.grouped: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None = None
+        self.winners: dict[bytes, tuple[np.ndarray, int]] = {}
 
 
 class MemberRef(NamedTuple):
@@ -193,10 +210,10 @@ class Snapshot:
         # posting once at most, and only for the words a question asks about.
         self._appended: dict[str, list[tuple[int, float]]] = {}
         self.dead = 0
-        # `keyed_by_recency`, and what `reachable` and `census` worked out, until a fact
-        # the gates or dedupe read changes (`_gate_facts`): a usage bump changes none.
+        # `keyed_by_recency`, and each `Reach`, by scope codes, until a fact the gates or
+        # dedupe read changes (`_gate_facts`): a usage bump changes none.
         self._keyed_order: np.ndarray | None = None
-        self._gate_memo: dict[Any, Any] = {}
+        self._reaches: dict[tuple[Any, ...], Reach] = {}
 
     # -- keeping it current ---------------------------------------------------------
 
@@ -223,7 +240,7 @@ class Snapshot:
 
     def _forget_gates(self) -> None:
         self._keyed_order = None
-        self._gate_memo.clear()
+        self._reaches.clear()
 
     def _gate_facts(self, at: int) -> tuple[Any, ...]:
         """What the gates and dedupe read of the row in slot `at`."""
@@ -480,32 +497,31 @@ class Snapshot:
 
     def reachable(
         self, request: recall.RecallRequest, adapter_scopes: Sequence[str] | None
-    ) -> np.ndarray:
-        """Mask of the slots in the request's reachable scope keys and the surface's
-        adapter scopes: the live part of what the exhaustive pipeline evaluates. Read-only:
-        the same array serves each recall of these scopes until a row's gate facts change."""
+    ) -> Reach:
+        """The slots in the request's reachable scope keys and the surface's adapter
+        scopes: the live part of what the exhaustive pipeline evaluates. The same `Reach`
+        serves each recall of these scopes until a row's gate facts change."""
         keys = tuple(self.codes.get("s:" + k, -1) for k in recall.reachable_scope_keys(request))
         scopes = None
         if adapter_scopes is not None:
             scopes = tuple(self.codes.get("a:" + s, -1) for s in adapter_scopes)
-        mask = self._gate_memo.get(("reach", keys, scopes))
-        if mask is None:
-            if len(self._gate_memo) >= _GATE_MEMO_MAX:
-                self._gate_memo.clear()
+        reach = self._reaches.get((keys, scopes))
+        if reach is None:
+            if len(self._reaches) >= _GATE_MEMO_MAX:
+                self._reaches.clear()
             n = self.size
             mask = self.live[:n] & np.isin(self.ints["scope"][:n], keys)
             if scopes is not None:
                 mask &= np.isin(self.ints["adapter"][:n], scopes)
-            mask.flags.writeable = False
-            self._gate_memo["reach", keys, scopes] = mask
-        return mask
+            reach = self._reaches[keys, scopes] = Reach(mask)
+        return reach
 
-    def gated(self, request: recall.RecallRequest, reach: np.ndarray) -> np.ndarray:
-        """Slots passing `recall_db._gates_sql`'s gates; `reach` is `reachable`'s mask."""
+    def gated(self, request: recall.RecallRequest, reach: Reach) -> np.ndarray:
+        """Slots passing `recall_db._gates_sql`'s gates, among `reach`'s."""
         n = self.size
         if request.crisis_frame and not request.safety_critical_context:
             return np.zeros(0, dtype=np.int64)
-        mask = reach.copy()
+        mask = reach.mask.copy()
         mask &= self.floats["ends"][:n] <= request.now.timestamp()
         if request.crisis_frame:
             mask &= self.ints["category"][:n] == self.codes.get("c:" + Category.SAFETY.value, -1)
@@ -603,7 +619,7 @@ class Snapshot:
         return score, value
 
     def census(
-        self, request: recall.RecallRequest, reach_mask: np.ndarray
+        self, request: recall.RecallRequest, reach: Reach
     ) -> tuple[dict[str, int], np.ndarray, int]:
         """What `resolve` would do with every live reachable row, but score them: (drops by
         gate reason, mask of the dedupe winners among the rows passing every gate (by
@@ -612,14 +628,12 @@ class Snapshot:
         The gates' verdict is the pipeline's own (`recall.reachable_drop_reason`), asked
         once per distinct (category, suppression still on, sensitive interaction); dedupe
         is the pipeline's rule: the most recent `updated_at` of a conflict key wins, ties
-        to the lower entry id. For a mask `reachable` handed out, the grouping and the
-        dedupe are kept until a row's gate facts change or a suppression starts or ends:
-        the verdicts are asked anew at each call."""
-        now = request.now.timestamp()
-        grouped = self._groups(reach_mask, now)
-        reach, unique, inverse, sizes, width, window = grouped
+        to the lower entry id. The grouping and the dedupe are kept in `reach` until a
+        row's gate facts change or a suppression starts or ends: the verdicts are asked
+        anew at each call."""
+        slots, unique, inverse, sizes, width = self._groups(reach, request.now.timestamp())
         counts: dict[str, int] = {}
-        if not len(reach):
+        if not len(slots):
             return counts, np.zeros(self.size, dtype=bool), 0
         names = self.codes.names
         verdict_of = recall.reachable_drop_reason(request)
@@ -639,45 +653,42 @@ class Snapshot:
                 passes[g] = True
             else:
                 counts[dropped] = counts.get(dropped, 0) + int(sizes[g])
-        key = ("winners", id(reach_mask), passes.tobytes())
-        held = self._gate_memo.get(key)
-        if held is not None and held[0] is reach_mask and held[1] == window:
-            return counts, held[2], held[3]
-        winners, deduped = self._dedupe(reach[passes[inverse]])
-        winners.flags.writeable = False
-        if not reach_mask.flags.writeable:
-            self._gate_memo[key] = (reach_mask, window, winners, deduped)
-        return counts, winners, deduped
+        pattern = passes.tobytes()
+        held = reach.winners.get(pattern)
+        if held is None:
+            if len(reach.winners) >= _GATE_MEMO_MAX:
+                reach.winners.clear()
+            winners, deduped = self._dedupe(slots[passes[inverse]])
+            winners.flags.writeable = False
+            held = reach.winners[pattern] = (winners, deduped)
+        return counts, *held
 
     def _groups(
-        self, reach_mask: np.ndarray, now: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, tuple[float, float]]:
-        """The reachable slots grouped by (category, suppression still on, interaction):
-        the slots, the group codes, each slot's group, the groups' sizes, the codes' width,
-        and the moments [from, to) between which no reachable suppression starts or ends,
-        so that the grouping holds for any `now` inside them."""
-        memo_key = ("groups", id(reach_mask))
-        held = self._gate_memo.get(memo_key)
-        if held is not None and held[0] is reach_mask and held[1][0] <= now < held[1][1]:
-            return held[2]
-        reach = np.flatnonzero(reach_mask)
-        ends = self.floats["ends"][reach]
+        self, reach: Reach, now: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """`reach`'s slots grouped by (category, suppression still on, interaction): the
+        slots, the group codes, each slot's group, the groups' sizes and the codes' width.
+        Kept in `reach` with the moments [from, to) between which no reachable suppression
+        starts or ends, so that it holds for any `now` inside them."""
+        if reach.grouped is not None and reach.window[0] <= now < reach.window[1]:
+            return reach.grouped
+        slots = np.flatnonzero(reach.mask)
+        ends = self.floats["ends"][slots]
         on = ends > now
-        window = (
-            float(ends[~on].max()) if not on.all() else -_INF,
-            float(ends[on].min()) if on.any() else _INF,
-        )
-        reason = np.where(on, self.ints["reason"][reach], -1)
-        category = self.ints["category"][reach]
-        sensitive = self.ints["sensitive"][reach]
+        reason = np.where(on, self.ints["reason"][slots], -1)
+        category = self.ints["category"][slots]
+        sensitive = self.ints["sensitive"][slots]
         # One integer per (category, suppression, interaction): codes are below len(codes).
         width = len(self.codes) + 1
         groups = (category.astype(np.int64) * width + (reason + 1)) * 2 + sensitive
         unique, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
-        grouped = (reach, unique, inverse.reshape(-1), sizes, width, window)
-        if not reach_mask.flags.writeable:
-            self._gate_memo[memo_key] = (reach_mask, window, grouped)
-        return grouped
+        reach.grouped = (slots, unique, inverse.reshape(-1), sizes, width)
+        reach.window = (
+            float(ends[~on].max()) if not on.all() else -_INF,
+            float(ends[on].min()) if on.any() else _INF,
+        )
+        reach.winners.clear()  # they were the old grouping's
+        return reach.grouped
 
     def _dedupe(self, survivors: np.ndarray) -> tuple[np.ndarray, int]:
         """Mask of the dedupe winners among `survivors` (slots passing every gate), and

@@ -298,7 +298,7 @@ def test_a_kept_snapshot_counts_what_a_fresh_one_counts(member, data) -> None:
                     # Asked again unchanged, the kept snapshot answers from what it kept.
                     reach = kept.reachable(request, scopes)
                     assert reach is kept.reachable(request, scopes)
-                    if reach.any():
+                    if reach.mask.any():
                         winners = kept.census(request, reach)[1]
                         assert kept.census(request, reach)[1] is winners
                 continue
@@ -318,8 +318,8 @@ def test_a_kept_snapshot_counts_what_a_fresh_one_counts(member, data) -> None:
 
 
 @pytest.mark.django_db
-def test_a_snapshot_keeps_a_bounded_number_of_masks(member) -> None:
-    # One mask per scope asked: a member asking from many sessions between two writes
+def test_a_snapshot_keeps_a_bounded_number_of_reaches(member) -> None:
+    # One reach per scope asked: a member asking from many sessions between two writes
     # must not grow what the snapshot keeps without end.
     uid = str(member.public_id)
     sessions = 3 * recall_snapshot._GATE_MEMO_MAX
@@ -335,10 +335,10 @@ def test_a_snapshot_keeps_a_bounded_number_of_masks(member) -> None:
     for i in range(sessions):
         asked = replace(request, scope_kind="session", scope_key=f"session:{uid}:s{i}")
         reach = kept.reachable(asked, None)
-        assert reach.sum() == 1
-        masks.add(reach.tobytes())
+        assert reach.mask.sum() == 1
+        masks.add(reach.mask.tobytes())
         kept.census(asked, reach)
-        assert len(kept._gate_memo) <= recall_snapshot._GATE_MEMO_MAX + 2
+        assert len(kept._reaches) <= recall_snapshot._GATE_MEMO_MAX
     assert len(masks) == sessions
 
 
