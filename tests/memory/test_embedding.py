@@ -382,9 +382,10 @@ def test_onnx_and_numpy_backends_agree(encoder: embedding.Encoder) -> None:
 def test_int8_backend_is_close_to_float32_and_deterministic(
     int8_encoder: embedding.Encoder,
 ) -> None:
-    """int8 weights (not the default; docs/performance.md): each text runs alone, so a
-    batch gives the bits `encode_one` does, and the vectors stay near float32's (cosine to
-    the reference 0.9948 at worst when measured; float32 backends reach 0.9999999)."""
+    """int8 weights (the default on a CPU with int8 dot products; docs/performance.md):
+    each text runs alone, so a batch gives the bits `encode_one` does, and the vectors stay
+    near float32's (cosine to the reference 0.9948 at worst when measured; float32 backends
+    reach 0.9999999)."""
     import numpy as np
 
     cases = json.loads(REFERENCE.read_text(encoding="utf-8"))["cases"]
