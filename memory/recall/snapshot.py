@@ -324,6 +324,14 @@ class Snapshot:
         self.floats["origin"][at] = _ORIGIN.get(light[7], _BEST_ORIGIN)
         self.floats["anchor"][at] = _seconds(light[11])
 
+    def bump(self, slots: Sequence[int], counts: Sequence[int], anchors: Sequence[float]) -> None:
+        """New usage counters for rows held, nothing else of them changed: what `put` would
+        set from their `_light` columns."""
+        at = np.asarray(slots, dtype=np.int64)
+        refs = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
+        self.floats["refs"][at] = np.minimum(1.0, refs / recall.REFERENCE_COUNT_SATURATION)
+        self.floats["anchor"][at] = np.asarray(anchors, dtype=np.float64)
+
     def fill(self, rows: Sequence[Sequence[Any]]) -> None:
         """An empty snapshot's rows (`_rows_sql`'s columns), as `put` would add them one by
         one, a column at a time: per row, only what must be looked up or joined. Row by
@@ -854,16 +862,24 @@ def _catch_up(
     # read every note the member has (20,000 after 10,000 writes) at each look. The revision
     # is probed by primary key alone, for the reason given at `_BY_REVISION`.
     # Each rider's rows as one JSON array, so the header stays one row.
+    # A revision whose every note since is a usage bump's (migration 0014) is not read: its
+    # newest note holds the counters. Notes of one row are numbered in the order its
+    # versions were written (each writer waits for the row's lock), so the newest the look
+    # can see belongs to the version it sees.
     ridden = [f"(SELECT json_agg(d) FROM ({sql}) AS d)" for sql, _ in riders]  # noqa: S608
     head = ", ".join([_UNSEEN, *ridden])
     head_params = [p for _, params in riders for p in params]
     sql = (
-        f"SELECT h.*, c.revision_id, m.* "  # noqa: S608
+        f"SELECT h.*, c.*, m.* "  # noqa: S608
         f"FROM (SELECT {head}) AS h "
-        f"LEFT JOIN (SELECT DISTINCT revision_id FROM {_CHANGES} WHERE member_id = %s "
-        "AND xid >= %s::xid8 AND (xid >= %s::xid8 OR xid = ANY(%s::text[]::xid8[]))) AS c "
+        "LEFT JOIN (SELECT revision_id, bool_and(reference_count IS NOT NULL) AS usage_only, "
+        "(array_agg(reference_count ORDER BY id DESC))[1], "
+        "(array_agg(anchor ORDER BY id DESC))[1] "
+        f"FROM {_CHANGES} WHERE member_id = %s "
+        "AND xid >= %s::xid8 AND (xid >= %s::xid8 OR xid = ANY(%s::text[]::xid8[])) "
+        "GROUP BY revision_id) AS c "
         f"ON true LEFT JOIN LATERAL (SELECT {_light('r.')} FROM (SELECT * FROM {_TABLE} "
-        "WHERE revision_id = c.revision_id OFFSET 0) AS r "
+        "WHERE revision_id = c.revision_id AND NOT c.usage_only OFFSET 0) AS r "
         "WHERE r.tenant_id = %s AND r.member_id = %s) AS m ON true"
     )
     oldest = min([int(snap.unseen_from), *map(int, snap.unseen)])
@@ -875,22 +891,30 @@ def _catch_up(
     # Planned anew at each call, it spent more on planning than on running: its generic
     # plan looks dear only to the estimates (docs/decisions/recall.md).
     rows = plainsql.rows_planned_once(sql, params)
-    # Columns: the unseen writers (2), each rider's rows, the noted revision, then its
-    # `_light` columns.
+    # Columns: the unseen writers (2), each rider's rows, the noted revision, whether only
+    # its usage changed and its newest counters, then its `_light` columns.
     at = 2 + len(riders)
     new: list[uuid.UUID] = []
+    bumped: list[tuple[int, int, float]] = []
     noted = 0
     for row in rows:
-        revision, light = row[at], row[at + 1 :]
+        revision, usage_only, light = row[at], row[at + 1], row[at + 4 :]
         if revision is None:
             continue
         noted += 1
-        if light[0] is None:  # deleted
+        if usage_only:
+            if snap.known(revision) and not _wants_vector(snap, revision):
+                bumped.append((snap.slot[revision], row[at + 2], row[at + 3]))
+            else:
+                new.append(revision)
+        elif light[0] is None:  # deleted
             snap.drop(revision)
         elif not light[2] or (snap.known(revision) and not _wants_vector(snap, revision)):
             snap.put(light)
         else:
             new.append(revision)
+    if bumped:
+        snap.bump(*zip(*bumped, strict=True))
     if new:
         with plainsql.cursor() as cursor, _binary(cursor):
             cursor.execute(*_rows_sql(member, snap, "true", [new], source=_BY_REVISION))

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
+from unittest import mock
 
 import psycopg
 import pytest
@@ -466,6 +467,8 @@ def test_the_change_log_names_rows_and_nothing_of_their_text(require_postgres, m
             "revision_id",
             "xid",
             "noted_at",
+            "reference_count",  # a usage bump's new counters: numbers, never text
+            "anchor",
         ]
         cursor.execute(
             "SELECT member_id, revision_id FROM memory_recallchange WHERE member_id = %s "
@@ -474,6 +477,108 @@ def test_the_change_log_names_rows_and_nothing_of_their_text(require_postgres, m
         )
         noted = cursor.fetchall()
     assert noted == [(member.pk, r.revision_id) for r in rows] + [(member.pk, rows[0].revision_id)]
+
+
+def _last_note(row: MemoryEntry) -> tuple[Any, Any]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT reference_count, anchor FROM memory_recallchange WHERE revision_id = %s "
+            "ORDER BY id DESC LIMIT 1",
+            [row.revision_id],
+        )
+        return cursor.fetchone()
+
+
+# (what an UPDATE sets, whether its note carries the new counters)
+USAGE_NOTES = [
+    ({"reference_count": 7}, True),
+    ({"reference_count": 7, "last_referenced_at": NOW}, True),
+    ({"last_referenced_at": None}, True),
+    ({"retention_review_flagged_at": NOW}, True),  # nothing a snapshot reads
+    ({"reference_count": 7, "lifecycle": "paused"}, False),
+    ({"lifecycle": "paused"}, False),
+    ({"sensitive_interaction": True}, False),
+    ({"reference_count": 7, "origin": "model-inferred"}, False),
+    ({"suppression_reason": "user-pause", "suppression_started_at": NOW}, False),
+    ({"subject": "drink"}, False),
+    ({"category": "medical"}, False),
+    ({"updated_at": NOW - timedelta(days=9)}, False),
+]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("columns", "usage_only"), USAGE_NOTES)
+def test_a_note_carries_the_counters_only_when_nothing_else_a_snapshot_reads_changed(
+    require_postgres, member, columns, usage_only
+) -> None:
+    [row] = _coffee_rows(member, 1)
+    _set(row, **columns)
+    stored = MemoryEntry.objects.get(pk=row.pk)
+    anchor = (stored.last_referenced_at or stored.updated_at).timestamp()
+    if usage_only:
+        assert _last_note(row) == (stored.reference_count, pytest.approx(anchor, abs=1e-6))
+    else:
+        assert _last_note(row) == (None, None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_catch_up_takes_a_bump_from_its_note_without_reading_the_row(
+    require_postgres, member
+) -> None:
+    rows = _coffee_rows(member, 12)
+    request = _profile_request(member, "note", "assistant")
+    _agrees(request, member)
+    snap = _snapshot_of(member)
+    for i, row in enumerate(rows[:6]):
+        _set(row, reference_count=20 + i, last_referenced_at=NOW - timedelta(minutes=i))
+    _set(rows[0], reference_count=3)  # two bumps of one row: the newest counts
+    read: list[Any] = []
+    original = snap.put
+    with mock.patch.object(
+        snap, "put", side_effect=lambda *a, **k: (read.append(a), original(*a, **k))
+    ):
+        assert recall_snapshot._catch_up(member, snap)[0] == 6
+    assert read == []
+    assert _rows_of(snap) == _rows_of(recall_snapshot._build(member, "lexical", follow=False))
+    assert snap.floats["refs"][snap.slot[rows[0].revision_id]] == 0.3
+    _agrees(request, member)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bump_and_another_change_of_one_row_read_the_row(require_postgres, member) -> None:
+    rows = _coffee_rows(member, 6)
+    request = _profile_request(member, "note", "assistant")
+    _agrees(request, member)
+    snap = _snapshot_of(member)
+    _set(rows[1], reference_count=9)
+    _set(rows[1], lifecycle="paused")
+    _set(rows[2], lifecycle="paused")
+    _set(rows[2], lifecycle="active")
+    _set(rows[2], reference_count=8)
+    MemoryEntry.objects.filter(pk=rows[3].pk).update(reference_count=5)
+    MemoryEntry.objects.filter(pk=rows[3].pk).delete()
+    recall_snapshot._catch_up(member, snap)
+    assert rows[1].revision_id not in snap.slot
+    assert rows[3].revision_id not in snap.slot
+    assert snap.floats["refs"][snap.slot[rows[2].revision_id]] == 0.8
+    assert _rows_of(snap) == _rows_of(recall_snapshot._build(member, "lexical", follow=False))
+    _agrees(request, member)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bump_of_a_row_the_snapshot_has_not_seen_reads_it_whole(require_postgres, member) -> None:
+    _coffee_rows(member, 3)
+    request = _profile_request(member, "note", "assistant")
+    _agrees(request, member)
+    snap = _snapshot_of(member)
+    [late] = MemoryEntry.objects.bulk_create([_profile_row(member, 900, "a late note", NOW)])
+    snap.drop(late.revision_id)  # as if its insert had been missed: only the bump is noted
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memory_recallchange WHERE revision_id = %s", [late.revision_id])
+    _set(late, reference_count=4)
+    recall_snapshot._catch_up(member, snap)
+    assert late.revision_id in snap.slot and snap.words_at(snap.slot[late.revision_id])
+    assert _rows_of(snap) == _rows_of(recall_snapshot._build(member, "lexical", follow=False))
 
 
 @pytest.mark.django_db(transaction=True)
