@@ -23,7 +23,11 @@ def _die_before_after_response(**_: object) -> None:
     trigger = Path(os.environ["IRIS_FAULT_KILL_FILE"])
     if trigger.exists():
         trigger.unlink()
-        Path(os.environ["IRIS_FAULT_KILLED_FILE"]).write_text(str(os.getpid()))
+        # Written aside and renamed, so the test never reads a file that exists but is empty.
+        killed = Path(os.environ["IRIS_FAULT_KILLED_FILE"])
+        aside = killed.with_name(killed.name + ".part")
+        aside.write_text(str(os.getpid()))
+        os.replace(aside, killed)
         os.kill(os.getpid(), signal.SIGKILL)
 
 
