@@ -125,9 +125,12 @@ def _no_recall_snapshots_between_tests(settings):
     # No look from another thread after a test's writes: the tests of it turn it on
     # (tests/memory/test_recall_warm.py).
     settings.IRIS_RECALL_TRAIL_SECONDS = 0
+    settings.IRIS_RECALL_FOLLOW_SECONDS = 0
     # As in a worker that has rehearsed recall already (tests/memory/test_recall_rehearsal.py
     # starts from one that has not), so no test's first write runs a rehearsal.
     recall_service._REHEARSED[:] = [True]
+    yield
+    recall_snapshot.clear()  # and the worker's own thread rests, its connection closed
 
 
 # -- personas ------------------------------------------------------------------------------

@@ -241,7 +241,7 @@ def _settled(timeout: float = 20.0) -> None:
     """Wait until the trail has nothing due and no look under way."""
     import time
 
-    trail = recall_snapshot._TRAIL
+    trail = recall_snapshot._FOLLOWER
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with trail._cond:
@@ -264,7 +264,7 @@ def test_writes_left_to_the_next_look_are_caught_up_once_they_pause(
     third = _write(surface_api, ready, "I keep bees on the roof", "bees")
     _settled()
     # No recall asked: the worker's own thread looked once, after the writes paused.
-    assert looks == [("recall-trail", ready.pk)]
+    assert looks == [("recall-follow", ready.pk)]
     assert snap.known(_uuid(second)) and snap.known(_uuid(third))
     assert _held(ready) is snap and builds == [ready.pk]
     recall_snapshot.clear()
@@ -293,9 +293,9 @@ def test_clearing_drops_what_the_trail_has_due(
     monkeypatch.setattr(recall_snapshot, "WARM_AFTER_SECONDS", 60.0)
     _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
     _write(surface_api, ready, "I cycle to work along the river", "commute")
-    assert recall_snapshot._TRAIL._due
+    assert recall_snapshot._FOLLOWER._due
     recall_snapshot.clear()
-    assert not recall_snapshot._TRAIL._due
+    assert not recall_snapshot._FOLLOWER._due
 
 
 @pytest.fixture
@@ -389,3 +389,142 @@ def test_a_built_snapshot_reads_the_consent_ledger_itself(
     assert withheld["entries"] == []
     assert withheld["auditEnvelope"]["suppressionCounts"] == WITHHELD
     assert builds == [ready.pk, ready.pk] and own_reads == [1, 1]
+
+
+# -- snapshots followed between recalls ----------------------------------------------------
+
+
+def _eventually(check: Any, what: str, timeout: float = 20.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(what)
+        time.sleep(0.02)
+
+
+def test_a_recalled_member_is_followed_between_recalls(
+    require_postgres, ready, surface_api, builds, settings, monkeypatch
+) -> None:
+    from memory.services import memory_write
+    from tests.factories import as_member, draft
+
+    settings.IRIS_RECALL_FOLLOW_SECONDS = 0.05
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    assert _recall(surface_api, ready, "what tea do I drink")
+    snap = _held(ready)
+    assert snap is not None
+    looks = _trail_looks(monkeypatch)
+    # Other workers' writes, one after the other: this worker's snapshot learns of each
+    # with no recall asked, at its next look.
+    for body in ("I keep bees on the roof", "I sing in a choir on Thursdays"):
+        outcome = memory_write(principal=as_member(ready), member=ready, draft=draft(ready, body))
+        revision = outcome.entry.revision_id
+        _eventually(lambda r=revision: snap.known(r), "the followed snapshot never caught up")
+    assert {thread for thread, _ in looks} == {"recall-follow"}
+    assert {pk for _, pk in looks} == {ready.pk}
+    assert _held(ready) is snap and builds == [ready.pk]
+    recall_snapshot.clear()
+    assert not recall_snapshot._FOLLOWER._until
+
+
+def test_writes_alone_do_not_make_a_member_followed(
+    require_postgres, ready, surface_api, settings, monkeypatch
+) -> None:
+    settings.IRIS_RECALL_FOLLOW_SECONDS = 0.02
+    settings.IRIS_RECALL_TRAIL_SECONDS = 0.2
+    monkeypatch.setattr(recall_snapshot, "WARM_AFTER_SECONDS", 60.0)  # every write is soon
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    looks = _trail_looks(monkeypatch)
+    _write(surface_api, ready, "I cycle to work along the river", "commute")
+    _write(surface_api, ready, "I keep bees on the roof", "bees")
+    _settled()
+    # The one look once the writes paused, and no following after it.
+    assert looks == [("recall-follow", ready.pk)]
+    assert not recall_snapshot._FOLLOWER._until
+    recall_snapshot.clear()
+
+
+def test_following_ends_once_the_member_is_quiet_here(
+    require_postgres, ready, surface_api, settings, monkeypatch
+) -> None:
+    import time
+
+    from memory.services import memory_write
+    from tests.factories import as_member, draft
+
+    settings.IRIS_RECALL_FOLLOW_SECONDS = 0.05
+    monkeypatch.setattr(recall_snapshot, "FOLLOW_WINDOW_SECONDS", 0.3)
+    _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
+    assert _recall(surface_api, ready, "what tea do I drink")
+    _settled()  # the window passed: nothing is due any more
+    assert not recall_snapshot._FOLLOWER._until
+    looks = _trail_looks(monkeypatch)
+    revision = memory_write(
+        principal=as_member(ready), member=ready, draft=draft(ready, "I keep bees on the roof")
+    ).entry.revision_id
+    time.sleep(0.3)  # six intervals: a follower still running would have looked
+    assert looks == []
+    snap = _held(ready)
+    assert snap is not None and not snap.known(revision)  # left to the next recall
+    recall_snapshot.clear()
+
+
+def test_a_worker_follows_only_its_most_recent_members(settings, monkeypatch) -> None:
+    import uuid
+
+    settings.IRIS_RECALL_FOLLOW_SECONDS = 30.0  # no look falls due while this runs
+    monkeypatch.setattr(recall_snapshot, "warm", lambda member, ranker_name: None)
+    follower = recall_snapshot._Follower()
+    members = [
+        recall_snapshot.MemberRef(pk=pk, tenant_id=uuid.UUID(int=1))
+        for pk in range(recall_snapshot.FOLLOW_MEMBERS + 2)
+    ]
+    for member in members:
+        follower.recalled(member, NAME)
+    followed = [key[2] for key in follower._until]
+    assert followed == [m.pk for m in members[-recall_snapshot.FOLLOW_MEMBERS :]]
+    follower.recalled(members[-recall_snapshot.FOLLOW_MEMBERS], NAME)  # used again: newest
+    assert [key[2] for key in follower._until][-1] == members[-recall_snapshot.FOLLOW_MEMBERS].pk
+    follower.cancel()
+
+
+def test_a_look_that_fails_ends_the_following(settings, monkeypatch) -> None:
+    import uuid
+
+    settings.IRIS_RECALL_FOLLOW_SECONDS = 0.02
+    tried: list[int] = []
+
+    def failing(member: Any, ranker_name: str) -> None:
+        tried.append(member.pk)
+        raise ConnectionError("the database is away")
+
+    monkeypatch.setattr(recall_snapshot, "warm", failing)
+    follower = recall_snapshot._Follower()
+    member = recall_snapshot.MemberRef(pk=7, tenant_id=uuid.UUID(int=1))
+    follower.recalled(member, NAME)
+    _eventually(lambda: tried, "the follower never looked")
+    _eventually(lambda: not follower._due and not follower._busy, "the follower kept looking")
+    # One look, then nothing due: followed again from the member's next recall.
+    assert tried == [7] and not follower._until
+    follower.cancel()
+
+
+def test_the_next_look_comes_an_interval_after_the_last(settings) -> None:
+    import time
+    import uuid
+
+    settings.IRIS_RECALL_FOLLOW_SECONDS = 10.0
+    follower = recall_snapshot._Follower()
+    member = recall_snapshot.MemberRef(pk=1, tenant_id=uuid.UUID(int=1))
+    key = recall_snapshot._key(member, NAME)
+    follower._until[key] = time.monotonic() + 60.0
+    before = time.monotonic()
+    follower._again(key, member, NAME)  # no snapshot held: never at once
+    at, since, _, _ = follower._due[key]
+    assert at >= before + 5.0 and since >= before
+    follower._until[key] = time.monotonic() - 1.0
+    follower._due.clear()
+    follower._again(key, member, NAME)
+    assert key not in follower._due and key not in follower._until  # its window is over
