@@ -264,7 +264,7 @@ IRIS_RECALL_SNAPSHOT_ROWS = env_int("IRIS_RECALL_SNAPSHOT_ROWS", 60_000)
 IRIS_RECALL_CHANGES_KEEP_SECONDS = env_int("IRIS_RECALL_CHANGES_KEEP_SECONDS", 1200)
 # Seconds a member's writes must pause before a worker catches its snapshot up with those
 # it left to the next look (0: the next recall does it).
-IRIS_RECALL_TRAIL_SECONDS = env_float("IRIS_RECALL_TRAIL_SECONDS", 0.25)
+IRIS_RECALL_TRAIL_SECONDS = env_float("IRIS_RECALL_TRAIL_SECONDS", 0.1)
 # Seconds between a worker's looks at the members it recalled lately, between
 # their recalls (0: none; memory.recall.snapshot._Follower).
 IRIS_RECALL_FOLLOW_SECONDS = env_float("IRIS_RECALL_FOLLOW_SECONDS", 0.1)

@@ -1019,10 +1019,10 @@ def warm(member: Any, ranker_name: str) -> None:
 
 
 # A write catches up a snapshot that has not looked at the change log for this long: in a
-# burst of one member's writes each worker then reads the log about once a second rather
+# burst of one member's writes each worker then reads the log four times a second rather
 # than once a write (each look reads what every worker wrote since the last), and a recall
-# right after the burst catches up at most that second's writes.
-WARM_AFTER_SECONDS = 1.0
+# right after the burst catches up at most the last quarter second's writes.
+WARM_AFTER_SECONDS = 0.25
 
 
 def warm_later(member: Any, ranker_name: str) -> None:

@@ -103,6 +103,7 @@ def test_a_write_leaves_the_workers_snapshot_current_for_the_next_recall(
 def test_a_write_soon_after_a_look_leaves_the_catch_up_to_the_next_recall(
     require_postgres, ready, surface_api, builds, monkeypatch
 ) -> None:
+    monkeypatch.setattr(recall_snapshot, "WARM_AFTER_SECONDS", 60.0)  # every write is soon
     _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
     snap = _held(ready)
     assert snap is not None
@@ -114,12 +115,12 @@ def test_a_write_soon_after_a_look_leaves_the_catch_up_to_the_next_recall(
         lambda m, s, *rider: looks.append(m.pk) or catch_up(m, s, *rider),
     )
     second = _write(surface_api, ready, "I cycle to work along the river", "commute")
-    assert looks == [] and not snap.known(_uuid(second))  # looked less than a second ago
+    assert looks == [] and not snap.known(_uuid(second))  # looked a moment ago
     assert _recall(surface_api, ready, "how do I get to work") == [
         "I cycle to work along the river"
     ]
     assert looks == [ready.pk] and snap.known(_uuid(second)) and builds == [ready.pk]
-    snap.looked -= recall_snapshot.WARM_AFTER_SECONDS  # as if a second had passed
+    snap.looked -= recall_snapshot.WARM_AFTER_SECONDS  # as if that long had passed
     third = _write(surface_api, ready, "I keep bees on the roof", "bees")
     assert looks == [ready.pk, ready.pk] and snap.known(_uuid(third))
 
