@@ -1055,11 +1055,11 @@ class _Follower:
 
     - the writes a worker left to the next look (`warm_later`), once the member's writes
       have paused for `IRIS_RECALL_TRAIL_SECONDS`: without it the member's first recall
-      after a burst read the burst's last second of them;
+      after a burst read the burst's last writes;
     - every `IRIS_RECALL_FOLLOW_SECONDS`, the members this worker recalled in the last
-      `FOLLOW_WINDOW_SECONDS` (the `FOLLOW_MEMBERS` most recent): without it a
-      worker that served none of a member's last recalls read every other worker's
-      usage bumps at its next one (600 rows, 11 ms at 10k).
+      `FOLLOW_WINDOW_SECONDS` (the `FOLLOW_MEMBERS` most recent): without it a worker
+      that served none of a member's last recalls read every other worker's usage bumps
+      at its next one.
 
     A look already made after the due one was planned (a recall's, a write's) stands in
     for it (docs/decisions/recall.md, "Snapshots followed between recalls")."""
