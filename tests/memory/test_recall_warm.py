@@ -395,6 +395,15 @@ def test_a_built_snapshot_reads_the_consent_ledger_itself(
 # -- snapshots followed between recalls ----------------------------------------------------
 
 
+def _written_elsewhere(member: Any, body: str) -> Any:
+    """A write outside a request, as another worker's: the revision it stored."""
+    from memory.services import memory_write
+    from tests.factories import as_member, draft
+
+    outcome = memory_write(principal=as_member(member), member=member, draft=draft(member, body))
+    return outcome.entry.revision_id
+
+
 def _eventually(check: Any, what: str, timeout: float = 20.0) -> None:
     import time
 
@@ -408,9 +417,6 @@ def _eventually(check: Any, what: str, timeout: float = 20.0) -> None:
 def test_a_recalled_member_is_followed_between_recalls(
     require_postgres, ready, surface_api, builds, settings, monkeypatch
 ) -> None:
-    from memory.services import memory_write
-    from tests.factories import as_member, draft
-
     settings.IRIS_RECALL_FOLLOW_SECONDS = 0.05
     _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
     assert _recall(surface_api, ready, "what tea do I drink")
@@ -420,8 +426,7 @@ def test_a_recalled_member_is_followed_between_recalls(
     # Other workers' writes, one after the other: this worker's snapshot learns of each
     # with no recall asked, at its next look.
     for body in ("I keep bees on the roof", "I sing in a choir on Thursdays"):
-        outcome = memory_write(principal=as_member(ready), member=ready, draft=draft(ready, body))
-        revision = outcome.entry.revision_id
+        revision = _written_elsewhere(ready, body)
         _eventually(lambda r=revision: snap.known(r), "the followed snapshot never caught up")
     assert {thread for thread, _ in looks} == {"recall-follow"}
     assert {pk for _, pk in looks} == {ready.pk}
@@ -452,9 +457,6 @@ def test_following_ends_once_the_member_is_quiet_here(
 ) -> None:
     import time
 
-    from memory.services import memory_write
-    from tests.factories import as_member, draft
-
     settings.IRIS_RECALL_FOLLOW_SECONDS = 0.05
     monkeypatch.setattr(recall_snapshot, "FOLLOW_WINDOW_SECONDS", 0.3)
     _write(surface_api, ready, "I drink oolong tea in the morning", "tea")
@@ -462,9 +464,7 @@ def test_following_ends_once_the_member_is_quiet_here(
     _settled()  # the window passed: nothing is due any more
     assert not recall_snapshot._FOLLOWER._until
     looks = _trail_looks(monkeypatch)
-    revision = memory_write(
-        principal=as_member(ready), member=ready, draft=draft(ready, "I keep bees on the roof")
-    ).entry.revision_id
+    revision = _written_elsewhere(ready, "I keep bees on the roof")
     time.sleep(0.3)  # six intervals: a follower still running would have looked
     assert looks == []
     snap = _held(ready)
